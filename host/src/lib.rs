@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host build of rrxe's pure-logic modules.
+//!
+//! The files live in `rust/logic/` and are compiled unchanged into the kernel
+//! module; here they are compiled for the host so their unit tests run under
+//! `cargo test`.
+
+#[path = "../../rust/logic/guid.rs"]
+pub mod guid;
+#[path = "../../rust/logic/limits.rs"]
+pub mod limits;
+#[path = "../../rust/logic/mtu.rs"]
+pub mod mtu;

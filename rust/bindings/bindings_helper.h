@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel headers rrxe's bindings are generated from. Only declarations
+ * from the RDMA headers and from helpers.h are emitted (see
+ * bindgen_parameters); everything else comes from the kernel crate's own
+ * bindings.
+ */
+#include <linux/netdevice.h>
+#include <linux/etherdevice.h>
+#include <linux/if_vlan.h>
+#include <net/addrconf.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_umem.h>
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+#include <rdma/rdma_netlink.h>
+#include <uapi/rdma/rdma_user_rxe.h>
+#include <uapi/rdma/ib_user_verbs.h>
+
+#include "helpers.h"

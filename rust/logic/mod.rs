@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pure logic: no kernel imports, so these files also build as the host
+//! crate in `host/` for `cargo test` and fuzzing.
+
+pub mod guid;
+pub mod limits;
+pub mod mtu;

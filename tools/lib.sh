@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common paths for rrxe's tools. Sourced, not run.
+# Everything built or installed lives in $RRXE_CACHE, outside the repo.
+
+RRXE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+: "${RRXE_CACHE:=${XDG_CACHE_HOME:-$HOME/.cache}/rrxe}"
+RRXE_TOOLS=$RRXE_CACHE/tools
+: "${LIBCLANG_PATH:=/usr/lib/llvm-19/lib}"
+: "${RUSTC:=/usr/bin/rustc}"
+: "${RUSTDOC:=/usr/bin/rustdoc}"
+: "${BINDGEN:=$RRXE_TOOLS/bin/bindgen}"
+VNG=$RRXE_TOOLS/venv/bin/vng
+KSRC=$RRXE_CACHE/src/linux-source-7.3
+export RRXE_ROOT RRXE_CACHE RRXE_TOOLS LIBCLANG_PATH RUSTC RUSTDOC BINDGEN VNG KSRC
