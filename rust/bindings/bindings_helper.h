@@ -12,6 +12,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_netlink.h>
 #include <uapi/rdma/rdma_user_rxe.h>

@@ -10,6 +10,10 @@
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_addr.h>
+#include <rdma/uverbs_ioctl.h>
+#include <linux/vmalloc.h>
+#include <linux/random.h>
+#include <linux/mm.h>
 
 #include "helpers.h"
 
@@ -31,10 +35,6 @@ struct net *rrxe_dev_net(struct net_device *ndev) { return dev_net(ndev); }
 
 void rrxe_dev_put(struct net_device *ndev) { dev_put(ndev); }
 
-void rrxe_addrconf_addr_eui48(u8 *eui, const u8 *addr) { addrconf_addr_eui48(eui, addr); }
-
-int rrxe_eth_mtu_int_to_enum(int mtu) { return eth_mtu_int_to_enum(mtu); }
-
 unsigned int rrxe_num_possible_cpus(void) { return num_possible_cpus(); }
 
 u64 rrxe_bit_ull(unsigned int nr) { return BIT_ULL(nr); }
@@ -42,8 +42,37 @@ u64 rrxe_bit_ull(unsigned int nr) { return BIT_ULL(nr); }
 struct ib_device *rrxe_ib_device_get_by_netdev(struct net_device *ndev)
 { return ib_device_get_by_netdev(ndev, RDMA_DRIVER_RXE); }
 
-unsigned int rrxe_netif_flags(struct net_device *ndev) { return READ_ONCE(ndev->flags); }
+bool rrxe_netif_is_up(struct net_device *ndev) { return READ_ONCE(ndev->flags) & IFF_UP; }
+
+unsigned int rrxe_netdev_mtu(struct net_device *ndev) { return READ_ONCE(ndev->mtu); }
+
+const char *rrxe_netdev_name(struct net_device *ndev) { return netdev_name(ndev); }
+
+unsigned int rrxe_netdev_addr(struct net_device *ndev, u8 *buf, unsigned int len)
+{ len = min_t(unsigned int, len, ndev->addr_len); memcpy(buf, ndev->dev_addr, len); return len; }
 
 void rrxe_get_device(struct ib_device *ibdev) { get_device(&ibdev->dev); }
 
 void rrxe_put_device(struct ib_device *ibdev) { put_device(&ibdev->dev); }
+
+bool rrxe_netif_port_active(struct net_device *ndev)
+{ return ib_get_curr_port_state(ndev) == IB_PORT_ACTIVE; }
+
+void rrxe_dev_hold(struct net_device *ndev) { dev_hold(ndev); }
+
+void rrxe_ib_set_parent(struct ib_device *ibdev, struct net_device *ndev) { ibdev->dev.parent = ndev->dev.parent; }
+
+const char *rrxe_ib_device_name(struct ib_device *ibdev) { return dev_name(&ibdev->dev); }
+
+void *rrxe_vmalloc_user(unsigned long size) { return vmalloc_user(size); }
+
+void rrxe_vfree(void *addr) { vfree(addr); }
+
+int rrxe_remap_vmalloc_range(struct vm_area_struct *vma, void *addr)
+{ return remap_vmalloc_range(vma, addr, 0); }
+
+void rrxe_get_random_bytes(void *buf, size_t len) { get_random_bytes(buf, len); }
+
+int rrxe_ib_no_udata_io(struct ib_udata *udata) { return ib_no_udata_io(udata); }
+
+int rrxe_printk_ratelimit(void) { return printk_ratelimit(); }

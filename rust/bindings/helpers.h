@@ -9,18 +9,31 @@
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
 
+struct vm_area_struct;
+
 struct ib_device *rrxe_ib_alloc_device(size_t size, struct net *net);
 struct net_device *rrxe_netdev_notifier_info_to_dev(void *info);
 bool rrxe_is_vlan_dev(struct net_device *ndev);
 struct net *rrxe_dev_net(struct net_device *ndev);
 void rrxe_dev_put(struct net_device *ndev);
-void rrxe_addrconf_addr_eui48(u8 *eui, const u8 *addr);
-int rrxe_eth_mtu_int_to_enum(int mtu);
 unsigned int rrxe_num_possible_cpus(void);
 u64 rrxe_bit_ull(unsigned int nr);
 struct ib_device *rrxe_ib_device_get_by_netdev(struct net_device *ndev);
-unsigned int rrxe_netif_flags(struct net_device *ndev);
+bool rrxe_netif_is_up(struct net_device *ndev);
+unsigned int rrxe_netdev_mtu(struct net_device *ndev);
+const char *rrxe_netdev_name(struct net_device *ndev);
+unsigned int rrxe_netdev_addr(struct net_device *ndev, u8 *buf, unsigned int len);
+bool rrxe_netif_port_active(struct net_device *ndev);
+void rrxe_dev_hold(struct net_device *ndev);
+void rrxe_ib_set_parent(struct ib_device *ibdev, struct net_device *ndev);
+const char *rrxe_ib_device_name(struct ib_device *ibdev);
+void *rrxe_vmalloc_user(unsigned long size);
+void rrxe_vfree(void *addr);
+int rrxe_remap_vmalloc_range(struct vm_area_struct *vma, void *addr);
+void rrxe_get_random_bytes(void *buf, size_t len);
+int rrxe_printk_ratelimit(void);
 const char *rrxe_link_type(void);
+int rrxe_ib_no_udata_io(struct ib_udata *udata);
 void rrxe_get_device(struct ib_device *ibdev);
 void rrxe_put_device(struct ib_device *ibdev);
 

@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices: allocation, the ops table, registration and unregistration.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+//!
+//! Lifecycle. [`NewDevice::new`] allocates an `ib_device` with the driver's
+//! data embedded after it and installs the ops. [`NewDevice::register`]
+//! hands the device to the IB core, which owns it from then on: it ends with
+//! `ib_dealloc_device`, which calls our `dealloc_driver` op, which drops the
+//! driver data. That happens on `rdma link delete`, on
+//! [`Device::unregister_queued`] (netdev unregister), on
+//! [`unregister_all`] (module exit), or when registration fails. Every
+//! device this layer created is kept in a registry until `dealloc_driver`,
+//! so module exit finds them all without touching other drivers' devices
+//! that share the driver id.
+
+use super::{
+    attr::{DeviceAttrs, PortAttrs, PortImmutable},
+    bindings,
+    mmap,
+    netdev::NetDev,
+    object::{Pd, Ucontext},
+    udata::Udata,
+};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{error::from_result, prelude::*, types::Opaque};
+use pin_init::PinInit;
+
+/// The operations a provider implements.
+///
+/// Callbacks are called by the IB core in process context. Optional ones are
+/// only installed in the ops table when the driver implements them
+/// (`HAS_*`).
+#[vtable]
+pub trait Driver: Sized + Send + Sync + 'static {
+    /// Per-device driver state, embedded after the `ib_device`.
+    type Data: Send + Sync;
+    /// Per-process context state.
+    type Ucontext: Send + Sync;
+    /// Protection domain state.
+    type Pd: Send + Sync;
+
+    /// `enum rdma_driver_id` the device reports (selects the user provider).
+    const DRIVER_ID: u32;
+    /// uverbs ABI version the user provider expects.
+    const UVERBS_ABI_VER: u32;
+
+    /// Device attributes.
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs>;
+    /// Port attributes; the layer has already checked `port == 1`.
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttrs>;
+    /// The P_Key at `index`.
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+    /// Immutable port data.
+    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+    /// A new user context.
+    fn alloc_ucontext(dev: &Device<Self>, udata: Option<&Udata>) -> Result<Self::Ucontext>;
+    /// A new protection domain.
+    fn alloc_pd(dev: &Device<Self>, udata: Option<&Udata>) -> Result<Self::Pd>;
+
+    /// Called once the device is registered and visible.
+    fn enable(_dev: &Device<Self>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// Link layer of every port: Ethernet (RoCE).
+const LINK_LAYER_ETHERNET: bindings::rdma_link_layer =
+    bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET;
+
+/// An RDMA device created by this layer, with driver data `T::Data`.
+///
+/// # Invariants
+///
+/// - `ibdev` was allocated by `_ib_alloc_device` with the size of `Self`, so
+///   `data` lies in the same allocation.
+/// - `data` is initialised from the time the ops are installed until
+///   `dealloc_driver` drops it; a `&Device<T>` is only formed in that window
+///   (inside callbacks the core makes while the device is alive, or while
+///   holding a registration reference).
+#[repr(C)]
+pub struct Device<T: Driver> {
+    ibdev: Opaque<bindings::ib_device>,
+    data: T::Data,
+}
+
+// SAFETY: The IB core calls into a device from any thread; `T::Data` is
+// `Send + Sync` and the `ib_device` is protected by the core's locking.
+unsafe impl<T: Driver> Send for Device<T> {}
+// SAFETY: See above.
+unsafe impl<T: Driver> Sync for Device<T> {}
+
+impl<T: Driver> Device<T> {
+    /// Forms a reference from the `ib_device` pointer the core passes.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a device created by this layer for `T`, with its data
+    /// alive for `'a` (see the type invariants).
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // CAST: `ibdev` is the first field of a `#[repr(C)]` struct.
+        // SAFETY: The caller guarantees validity for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The raw `ib_device`.
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
+        self.ibdev.get()
+    }
+
+    /// The driver's per-device data.
+    pub fn data(&self) -> &T::Data {
+        &self.data
+    }
+
+    /// The device name (`rdma link` name).
+    pub fn name(&self) -> &CStr {
+        // SAFETY: `dev.kobj.name` is set by `assign_name` before any callback
+        // and is NUL-terminated.
+        unsafe {
+            CStr::from_ptr(bindings::rrxe_ib_device_name(self.as_raw()).cast())
+        }
+    }
+
+    /// The netdev bound to `port`, with a reference held.
+    pub fn netdev(&self, port: u32) -> Option<ARef<NetDev>> {
+        // SAFETY: The device is alive; `ib_device_get_netdev` returns a held
+        // netdev or null.
+        unsafe { NetDev::from_held(bindings::ib_device_get_netdev(self.as_raw(), port)) }
+    }
+
+    /// Active speed and width of an Ethernet port, as the core derives them
+    /// from the netdev's link settings.
+    pub fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let mut speed: u16 = 0;
+        let mut width: u8 = 0;
+        // SAFETY: The device is alive; both out-pointers are valid.
+        kernel::error::to_result(unsafe {
+            bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width)
+        })?;
+        Ok((speed, width))
+    }
+
+    /// Schedules unregistration on the core's workqueue (safe under RTNL).
+    ///
+    /// The device, and with it `self`, may be freed at any time after this.
+    pub fn unregister_queued(&self) {
+        // SAFETY: The device is registered (we are called from a callback
+        // holding a registration reference); the core queues the work.
+        unsafe { bindings::ib_unregister_device_queued(self.as_raw()) };
+    }
+
+    /// Runs `f` on the device of type `T` bound to `ndev`, if any.
+    ///
+    /// Returns `None` when no RXE-driver device is bound to `ndev`, and
+    /// `Some(None)` when one is, but it belongs to another driver (such as
+    /// the in-tree `rdma_rxe`).
+    pub fn with_netdev<R>(ndev: &NetDev, f: impl FnOnce(&Self) -> R) -> Option<Option<R>> {
+        // SAFETY: `ndev` is live; the result carries a registration
+        // reference (`ib_device_try_get`) or is null.
+        let ib = unsafe { bindings::rrxe_ib_device_get_by_netdev(ndev.as_raw()) };
+        if ib.is_null() {
+            return None;
+        }
+        // SAFETY: `ib` is a live registered device.
+        let ours = unsafe { (*ib).ops.dealloc_driver }.map(|f| f as usize)
+            == Some(Adapter::<T>::dealloc_driver as usize);
+        let r = if ours {
+            // SAFETY: Ours, and registered: data alive while the reference is
+            // held (the type invariant).
+            Some(f(unsafe { Self::from_raw(ib) }))
+        } else {
+            None
+        };
+        // SAFETY: Drops the reference taken above.
+        unsafe { bindings::ib_device_put(ib) };
+        Some(r)
+    }
+}
+
+/// A device that is allocated but not yet registered.
+///
+/// # Invariants
+///
+/// `dev` points to a device allocated by `_ib_alloc_device`, with data
+/// initialised and ops installed, owned by this object and not registered.
+pub struct NewDevice<T: Driver> {
+    dev: NonNull<Device<T>>,
+}
+
+impl<T: Driver> NewDevice<T> {
+    /// Allocates a device in `ndev`'s network namespace with driver data
+    /// `data`, and installs `T`'s ops.
+    pub fn new(
+        module: &ThisModule,
+        ndev: &NetDev,
+        data: impl PinInit<T::Data, Error>,
+    ) -> Result<Self> {
+        const { assert!(core::mem::offset_of!(Device<T>, ibdev) == 0) };
+        // SAFETY: `ndev` is live; `dev_net` reads its namespace.
+        let net = unsafe { bindings::rrxe_dev_net(ndev.as_raw()) };
+        // SAFETY: The size covers the `ib_device` and the driver data.
+        let ib = unsafe { bindings::rrxe_ib_alloc_device(core::mem::size_of::<Device<T>>(), net) };
+        let ptr = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
+        // kzalloc's alignment must satisfy the driver data's.
+        const { assert!(core::mem::align_of::<Device<T>>() <= 8) };
+
+        // SAFETY: `data` lies inside the fresh allocation and is not yet
+        // initialised; on failure nothing was written.
+        let r = unsafe { PinInit::__init(data, &raw mut (*ptr.as_ptr()).data) };
+        if let Err(e) = r {
+            // SAFETY: No ops installed yet, so this only frees the device.
+            unsafe { bindings::ib_dealloc_device(ib) };
+            return Err(e);
+        }
+
+        let ops = Adapter::<T>::ops(module);
+        // SAFETY: The device is ours; `ib_set_device_ops` copies the table.
+        unsafe {
+            bindings::ib_set_device_ops(ib, &ops);
+            (*ib).node_type = bindings::RDMA_NODE_IB_CA as _;
+            (*ib).phys_port_cnt = 1;
+            (*ib).local_dma_lkey = 0;
+            (*ib).uverbs_cmd_mask |= (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+                | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+        }
+        // INVARIANT: Allocated, data initialised, ops installed, unregistered.
+        let this = Self { dev: ptr };
+        registry_add(ib)?; // On failure `this` is dropped: dealloc frees all.
+        Ok(this)
+    }
+
+    fn raw(&self) -> *mut bindings::ib_device {
+        self.dev.as_ptr().cast()
+    }
+
+    /// The device, for reading driver data before registration.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: Data is initialised (the type invariant).
+        unsafe { self.dev.as_ref() }
+    }
+
+    /// Sets the node GUID (network byte order).
+    pub fn set_node_guid(&mut self, guid: [u8; 8]) {
+        // SAFETY: Unregistered and owned by us.
+        unsafe { (*self.raw()).node_guid = u64::from_ne_bytes(guid) };
+    }
+
+    /// Sets the node description (truncated to 63 bytes).
+    pub fn set_node_desc(&mut self, desc: &[u8]) {
+        // SAFETY: Unregistered and owned by us.
+        let nd = unsafe { &mut (*self.raw()).node_desc };
+        let n = desc.len().min(nd.len() - 1);
+        for (d, s) in nd.iter_mut().zip(desc[..n].iter()) {
+            *d = *s as _;
+        }
+        nd[n] = 0;
+    }
+
+    /// Sets how many completion vectors the device offers.
+    pub fn set_num_comp_vectors(&mut self, n: u32) {
+        // SAFETY: Unregistered and owned by us.
+        unsafe { (*self.raw()).num_comp_vectors = n as _ };
+    }
+
+    /// Registers the device as `name`, bound to `ndev` on port 1, with the
+    /// netdev's parent as its sysfs parent where there is one.
+    ///
+    /// Ownership passes to the IB core whether or not this succeeds.
+    pub fn register(self, name: &CStr, ndev: &NetDev) -> Result {
+        let ib = self.raw();
+        // From here on the core (or the error path below) frees the device.
+        core::mem::forget(self);
+        // SAFETY: `ib` is our unregistered device; `ndev` is live.
+        let r = unsafe {
+            let r = bindings::ib_device_set_netdev(ib, ndev.as_raw(), 1);
+            if r == 0 {
+                bindings::rrxe_ib_set_parent(ib, ndev.as_raw());
+                (*ib).name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER as _;
+                bindings::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut())
+            } else {
+                r
+            }
+        };
+        if r != 0 {
+            // SAFETY: Registration failed, so the device is still ours to
+            // free; this calls `dealloc_driver`.
+            unsafe { bindings::ib_dealloc_device(ib) };
+        }
+        kernel::error::to_result(r)
+    }
+}
+
+impl<T: Driver> Drop for NewDevice<T> {
+    fn drop(&mut self) {
+        // SAFETY: Never registered; this calls `dealloc_driver` and frees.
+        unsafe { bindings::ib_dealloc_device(self.raw()) };
+    }
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: Initialised by `init_registry`, called from `ib::init` in
+    // module init before any device exists.
+    unsafe(uninit) static REGISTRY: Mutex<KVec<usize>> = KVec::new();
+}
+
+/// # Safety
+///
+/// Called once, before any use of the registry.
+pub(super) unsafe fn init_registry() {
+    // SAFETY: The caller guarantees single, early initialisation.
+    unsafe { REGISTRY.init() };
+}
+
+fn registry_add(ib: *mut bindings::ib_device) -> Result {
+    REGISTRY.lock().push(ib as usize, GFP_KERNEL)?;
+    Ok(())
+}
+
+fn registry_remove(ib: *mut bindings::ib_device) -> bool {
+    let mut list = REGISTRY.lock();
+    if let Some(i) = list.iter().position(|&p| p == ib as usize) {
+        let _ = list.remove(i);
+        true
+    } else {
+        false
+    }
+}
+
+/// Unregisters every device of type `T` this layer created and waits for
+/// each to be freed. For module exit, after link ops and notifiers are gone
+/// so that no new devices appear.
+pub fn unregister_all<T: Driver>() {
+    loop {
+        let ib = {
+            let list = REGISTRY.lock();
+            let found = list.iter().copied().find(|&p| {
+                // SAFETY: Registry entries are live until `dealloc_driver`,
+                // which removes them under this lock.
+                let f = unsafe { (*(p as *mut bindings::ib_device)).ops.dealloc_driver };
+                f.map(|f| f as usize) == Some(Adapter::<T>::dealloc_driver as usize)
+            });
+            match found {
+                None => return,
+                Some(p) => {
+                    let ib = p as *mut bindings::ib_device;
+                    // SAFETY: Live (see above); pins the memory past the
+                    // unregistration so the pointer stays valid to compare.
+                    unsafe { bindings::rrxe_get_device(ib) };
+                    ib
+                }
+            }
+        };
+        // SAFETY: We hold a device reference; unregistration is idempotent
+        // and fenced by the core's unregistration lock.
+        unsafe { bindings::ib_unregister_device(ib) };
+        if registry_remove(ib) {
+            // Still listed means it was never freed: it had no registration
+            // left to undo. Do not loop on it.
+            pr_warn!("device {:p} was not released on unregister\n", ib);
+        }
+        // SAFETY: Drops the reference taken above.
+        unsafe { bindings::rrxe_put_device(ib) };
+    }
+}
+
+/// The C callbacks for driver `T`.
+pub(crate) struct Adapter<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> Adapter<T> {
+    fn ops(module: &ThisModule) -> bindings::ib_device_ops {
+        // SAFETY: All-zero is a valid ops table (all callbacks `None`).
+        let mut o: bindings::ib_device_ops = unsafe { core::mem::zeroed() };
+        o.owner = module.as_ptr();
+        o.driver_id = T::DRIVER_ID;
+        o.uverbs_abi_ver = T::UVERBS_ABI_VER;
+        o.query_device = Some(Self::query_device);
+        o.query_port = Some(Self::query_port);
+        o.query_pkey = Some(Self::query_pkey);
+        o.get_port_immutable = Some(Self::get_port_immutable);
+        o.get_link_layer = Some(Self::get_link_layer);
+        o.alloc_ucontext = Some(Self::alloc_ucontext);
+        o.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        o.alloc_pd = Some(Self::alloc_pd);
+        o.dealloc_pd = Some(Self::dealloc_pd);
+        o.mmap = Some(mmap::mmap_callback);
+        o.mmap_free = Some(mmap::mmap_free_callback);
+        o.dealloc_driver = Some(Self::dealloc_driver);
+        if T::HAS_ENABLE {
+            o.enable_driver = Some(Self::enable_driver);
+        }
+        o.size_ib_ucontext = core::mem::size_of::<Ucontext<T>>();
+        o.size_ib_pd = core::mem::size_of::<Pd<T>>();
+        o
+    }
+
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a live device of ours and a valid
+            // (possibly null) udata for the duration of the call.
+            let (dev, udata) = unsafe { (Device::<T>::from_raw(ib), Udata::from_raw(udata)) };
+            Udata::no_io(udata)?;
+            let a = T::query_device(dev)?;
+            // SAFETY: `attr` is valid for writes during the call.
+            unsafe { a.write_to(attr) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            if port != 1 {
+                return Err(EINVAL);
+            }
+            // SAFETY: Live device of ours for the call.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let a = T::query_port(dev, port)?;
+            // SAFETY: `attr` is valid during the call.
+            unsafe { a.write_to(attr) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_pkey(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        from_result(|| {
+            if port != 1 {
+                return Err(EINVAL);
+            }
+            // SAFETY: Live device of ours for the call.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let v = T::query_pkey(dev, port, index)?;
+            // SAFETY: `pkey` is valid for writes during the call.
+            unsafe { pkey.write(v) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        out: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            if port != 1 {
+                return Err(EINVAL);
+            }
+            // SAFETY: Live device of ours for the call.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let p = T::port_immutable(dev, port)?;
+            // SAFETY: `out` is valid for writes during the call.
+            unsafe {
+                (*out).pkey_tbl_len = p.pkey_tbl_len;
+                (*out).gid_tbl_len = p.gid_tbl_len;
+                (*out).core_cap_flags = if p.roce_udp_encap {
+                    bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP
+                } else {
+                    0
+                } as _;
+                (*out).max_mad_size = p.max_mad_size;
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_link_layer(
+        _ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> bindings::rdma_link_layer {
+        LINK_LAYER_ETHERNET
+    }
+
+    unsafe extern "C" fn alloc_ucontext(
+        uc: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a zeroed object of `size_ib_ucontext`
+            // bytes whose `device` is ours, and a valid udata.
+            let (dev, udata) = unsafe {
+                (Device::<T>::from_raw((*uc).device), Udata::from_raw(udata))
+            };
+            let data = T::alloc_ucontext(dev, udata)?;
+            // SAFETY: The object was sized for `Ucontext<T>`; its data part is
+            // uninitialised and ours to write.
+            unsafe { Ucontext::<T>::init_data(uc, data) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_ucontext(uc: *mut bindings::ib_ucontext) {
+        // SAFETY: `alloc_ucontext` succeeded for this object; the core calls
+        // this once, after which it frees the memory.
+        unsafe { Ucontext::<T>::drop_data(uc) };
+    }
+
+    unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: As for `alloc_ucontext`.
+            let (dev, udata) = unsafe { (Device::<T>::from_raw((*pd).device), Udata::from_raw(udata)) };
+            let data = T::alloc_pd(dev, udata)?;
+            // SAFETY: As for `alloc_ucontext`.
+            unsafe { Pd::<T>::init_data(pd, data) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
+        // SAFETY: `alloc_pd` succeeded for this object; called once.
+        unsafe { Pd::<T>::drop_data(pd) };
+        0
+    }
+
+    unsafe extern "C" fn enable_driver(ib: *mut bindings::ib_device) -> c_int {
+        from_result(|| {
+            // SAFETY: Live device of ours for the call.
+            T::enable(unsafe { Device::<T>::from_raw(ib) })?;
+            Ok(0)
+        })
+    }
+
+    pub(crate) unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+        registry_remove(ib);
+        // SAFETY: The core calls this exactly once, last, from
+        // `ib_dealloc_device`; the data was initialised before the ops (and
+        // with them this callback) were installed.
+        unsafe { core::ptr::drop_in_place(&raw mut (*ib.cast::<Device<T>>()).data) };
+    }
+}
+
+use kernel::sync::aref::ARef;

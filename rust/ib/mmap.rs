@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel memory mapped into a user context through the core's mmap entries.
+//!
+//! A [`UserMmapEntry`] owns a zeroed `vmalloc_user` buffer and registers it
+//! with the core (`rdma_user_mmap_entry_insert`), which hands out a unique
+//! page offset per entry. The provider reports that offset to userspace,
+//! which mmaps it. The buffer lives until the last of the owning object and
+//! every mapping is gone: dropping the entry removes it from the context's
+//! table, and the core calls `mmap_free` once the last mapping closes.
+
+use super::{
+    bindings,
+    device::Driver,
+    object::Ucontext,
+};
+use core::ptr::NonNull;
+use kernel::{error::from_result, prelude::*};
+
+/// The C entry plus what we need to free it.
+#[repr(C)]
+struct Entry {
+    core: bindings::rdma_user_mmap_entry,
+    buf: *mut c_void,
+    len: usize,
+}
+
+/// Kernel memory that a user context may map.
+///
+/// # Invariants
+///
+/// `entry` points to an `Entry` inserted in a context's mmap table, with
+/// `buf` a `vmalloc_user` buffer of `len` bytes. This object holds the
+/// table's reference; the memory is freed by `mmap_free_callback` when the
+/// last reference (ours or a mapping's) is dropped.
+pub struct UserMmapEntry {
+    entry: NonNull<Entry>,
+}
+
+// SAFETY: The entry is reference-counted by the core and the buffer is
+// plain memory; the handle can move between threads.
+unsafe impl Send for UserMmapEntry {}
+// SAFETY: Shared access only reads immutable fields.
+unsafe impl Sync for UserMmapEntry {}
+
+impl UserMmapEntry {
+    /// Allocates `len` bytes (rounded up to pages) mappable by `uc`'s process.
+    pub fn new<T: Driver>(uc: &Ucontext<T>, len: usize) -> Result<Self> {
+        let len = len.checked_next_multiple_of(kernel::page::PAGE_SIZE).ok_or(EINVAL)?;
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: Allocates zeroed, user-mappable memory, or returns null.
+        let buf = unsafe { bindings::rrxe_vmalloc_user(len as _) };
+        if buf.is_null() {
+            return Err(ENOMEM);
+        }
+        let e = match KBox::new(
+            Entry {
+                // SAFETY: All-zero is the expected initial state.
+                core: unsafe { core::mem::zeroed() },
+                buf,
+                len,
+            },
+            GFP_KERNEL,
+        ) {
+            Ok(e) => KBox::into_raw(e),
+            Err(_) => {
+                // SAFETY: `buf` came from `vmalloc_user` and is unused.
+                unsafe { bindings::rrxe_vfree(buf) };
+                return Err(ENOMEM);
+            }
+        };
+        // SAFETY: `e` is a valid boxed entry; `uc` is a live context.
+        let r = unsafe {
+            bindings::rdma_user_mmap_entry_insert(uc.as_raw(), &raw mut (*e).core, len)
+        };
+        if r != 0 {
+            // SAFETY: Not inserted, so still solely ours.
+            unsafe {
+                bindings::rrxe_vfree(buf);
+                drop(KBox::from_raw(e));
+            }
+            return Err(Error::from_errno(r));
+        }
+        // INVARIANT: Inserted, holding the table reference.
+        // SAFETY: `e` is non-null (from `KBox::into_raw`).
+        Ok(Self { entry: unsafe { NonNull::new_unchecked(e) } })
+    }
+
+    /// The offset userspace passes to `mmap`.
+    pub fn offset(&self) -> u64 {
+        // SAFETY: Inserted by the invariant; `start_pgoff` is fixed then.
+        unsafe { ((*self.entry.as_ptr()).core.start_pgoff as u64) << kernel::page::PAGE_SHIFT }
+    }
+
+    /// The mapping's length in bytes.
+    pub fn len(&self) -> usize {
+        // SAFETY: Fixed at creation.
+        unsafe { (*self.entry.as_ptr()).len }
+    }
+
+    /// The kernel address of the buffer. Userspace may write to it at any
+    /// time: access it only through volatile or atomic operations.
+    pub fn as_ptr(&self) -> *mut u8 {
+        // SAFETY: Fixed at creation.
+        unsafe { (*self.entry.as_ptr()).buf.cast() }
+    }
+}
+
+impl Drop for UserMmapEntry {
+    fn drop(&mut self) {
+        // SAFETY: Removes our table reference; the core frees through
+        // `mmap_free_callback` when no mapping is left.
+        unsafe { bindings::rdma_user_mmap_entry_remove(&raw mut (*self.entry.as_ptr()).core) };
+    }
+}
+
+/// The `mmap` op: maps the entry whose offset userspace passed.
+pub(crate) unsafe extern "C" fn mmap_callback(
+    uc: *mut bindings::ib_ucontext,
+    vma: *mut bindings::vm_area_struct,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core passes a live context and VMA; the lookup checks
+        // that the VMA's size matches the entry and takes a reference.
+        let core = unsafe { bindings::rdma_user_mmap_entry_get(uc, vma) };
+        if core.is_null() {
+            return Err(EINVAL);
+        }
+        let e = core.cast::<Entry>();
+        // SAFETY: Entries in the table are ours (`Entry` starts with the C
+        // entry); `buf` is a `vmalloc_user` buffer of at least the VMA's size.
+        let r = unsafe { bindings::rrxe_remap_vmalloc_range(vma, (*e).buf) };
+        // SAFETY: Drops the lookup's reference; the mapping keeps its own.
+        unsafe { bindings::rdma_user_mmap_entry_put(core) };
+        kernel::error::to_result(r)?;
+        Ok(0)
+    })
+}
+
+/// The `mmap_free` op: the last reference to an entry is gone.
+pub(crate) unsafe extern "C" fn mmap_free_callback(core: *mut bindings::rdma_user_mmap_entry) {
+    let e = core.cast::<Entry>();
+    // SAFETY: Called once per entry, after every reference dropped; the
+    // entry and its buffer came from `UserMmapEntry::new`.
+    unsafe {
+        bindings::rrxe_vfree((*e).buf);
+        drop(KBox::from_raw(e));
+    }
+}

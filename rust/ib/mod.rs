@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe abstractions over the kernel's RDMA core (`ib_core`).
+//!
+//! This layer is driver-agnostic and is the only part of rrxe that touches
+//! the generated bindings. Drivers implement [`device::Driver`] and use the
+//! typed wrappers here: [`device::Device`], [`udata::Udata`],
+//! [`mmap::UserMmapEntry`], [`link::LinkOps`] and [`netdev::NetDev`].
+
+#[path = "../bindings/mod.rs"]
+mod bindings;
+
+pub mod attr;
+pub mod device;
+pub mod link;
+pub mod mmap;
+pub mod netdev;
+pub mod object;
+pub mod udata;
+
+/// Initialises the layer's global state.
+///
+/// # Safety
+///
+/// Must be called exactly once, from module init, before anything else in
+/// this layer is used.
+pub unsafe fn init() {
+    // SAFETY: The caller guarantees that this runs once, before any use.
+    unsafe { device::init_registry() };
+}
+
+/// Fills `buf` with random bytes.
+pub fn random_bytes(buf: &mut [u8]) {
+    // SAFETY: `buf` is valid for writes of its length.
+    unsafe { bindings::rrxe_get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
+}
+
+/// Number of possible CPUs.
+pub fn num_possible_cpus() -> u32 {
+    // SAFETY: Reads a global CPU mask weight.
+    unsafe { bindings::rrxe_num_possible_cpus() }
+}
+
+/// Whether a rate-limited message may be printed now (`printk_ratelimit`).
+pub fn printk_ratelimit() -> bool {
+    // SAFETY: Plain call into the printk rate limiter.
+    unsafe { bindings::rrxe_printk_ratelimit() != 0 }
+}
+
+/// `pr_err!`, rate-limited: for errors that userspace, the wire or the
+/// command line can trigger at will.
+#[macro_export]
+macro_rules! pr_err_ratelimited {
+    ($($arg:tt)*) => {
+        if $crate::ib::printk_ratelimit() {
+            ::kernel::pr_err!($($arg)*);
+        }
+    };
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Driver-specific command data (`struct ib_udata`).
+
+use super::bindings;
+use kernel::{
+    prelude::*,
+    transmute::{AsBytes, FromBytes},
+    types::Opaque,
+    uaccess::UserSlice,
+};
+
+/// The driver-private input and output buffers of a uverbs command.
+///
+/// # Invariants
+///
+/// Formed only from a live `ib_udata` the core passed to a callback that is
+/// still running; its buffers are user pointers of the calling process.
+#[repr(transparent)]
+pub struct Udata(Opaque<bindings::ib_udata>);
+
+impl Udata {
+    /// Forms an optional reference from the pointer the core passed.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be null or point to an `ib_udata` valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_udata) -> Option<&'a Self> {
+        // SAFETY: Transparent wrapper; validity is the caller's promise.
+        unsafe { ptr.cast::<Self>().as_ref() }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_udata {
+        self.0.get()
+    }
+
+    /// Bytes of driver input userspace supplied.
+    pub fn inlen(&self) -> usize {
+        // SAFETY: Live by the invariant.
+        unsafe { (*self.as_raw()).inlen }
+    }
+
+    /// Bytes of driver output userspace has room for.
+    pub fn outlen(&self) -> usize {
+        // SAFETY: Live by the invariant.
+        unsafe { (*self.as_raw()).outlen }
+    }
+
+    /// Reads the driver input as `T`.
+    ///
+    /// Fails with `EINVAL` if userspace supplied fewer bytes than `T`, and with
+    /// `EOPNOTSUPP` if it supplied more and the extra bytes are not zero (a
+    /// newer provider asking for something this driver does not know).
+    pub fn read_in<T: FromBytes>(&self) -> Result<T> {
+        let len = self.inlen();
+        let size = core::mem::size_of::<T>();
+        if len < size {
+            return Err(EINVAL);
+        }
+        // SAFETY: Live by the invariant.
+        let inbuf = unsafe { (*self.as_raw()).inbuf };
+        let mut r = UserSlice::new(UserPtr::from_ptr(inbuf as *mut c_void), len).reader();
+        let v = r.read::<T>()?;
+        self.check_zero_tail(&mut r, len - size)?;
+        Ok(v)
+    }
+
+    fn check_zero_tail(&self, r: &mut kernel::uaccess::UserSliceReader, mut left: usize) -> Result {
+        let mut buf = [0u8; 64];
+        while left > 0 {
+            let n = left.min(buf.len());
+            r.read_slice(&mut buf[..n])?;
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Err(EOPNOTSUPP);
+            }
+            left -= n;
+        }
+        Ok(())
+    }
+
+    /// Writes `v` as the driver output. Fails with `ENOSPC` if userspace
+    /// has less room than `T`.
+    pub fn write_out<T: AsBytes>(&self, v: &T) -> Result {
+        let size = core::mem::size_of::<T>();
+        if self.outlen() < size {
+            return Err(ENOSPC);
+        }
+        // SAFETY: Live by the invariant.
+        let outbuf = unsafe { (*self.as_raw()).outbuf };
+        UserSlice::new(UserPtr::from_ptr(outbuf), size)
+            .writer()
+            .write_slice(v.as_bytes())
+    }
+
+    /// For commands that take no driver data: rejects non-zero input and
+    /// zero-fills the output (`ib_no_udata_io`).
+    pub fn no_io(this: Option<&Self>) -> Result {
+        match this {
+            None => Ok(()),
+            // SAFETY: `u` is live by the invariant.
+            Some(u) => kernel::error::to_result(unsafe { bindings::rrxe_ib_no_udata_io(u.as_raw()) }),
+        }
+    }
+}

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rrxe device: creation on `rdma link add`, attributes, port state,
+//! and reactions to netdev events.
+
+use crate::ib::{
+    attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
+    device::{Device, Driver, NewDevice},
+    link::LinkHandler,
+    netdev::{Event, Handler, NetDev},
+    udata::Udata,
+};
+use crate::logic::{guid, limits as l, mtu};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::pr_err_ratelimited;
+use kernel::prelude::*;
+
+/// Per-device state.
+pub struct RrxeDev {
+    /// Device attributes, fixed at creation.
+    attrs: DeviceAttrs,
+    /// The active IB MTU (`enum ib_mtu`), following the netdev's MTU.
+    active_mtu: AtomicU32,
+    /// Number of live PDs, bounded by `max_pd`.
+    pds: AtomicU32,
+    /// How often the link went down (`link_downed`).
+    link_downed: AtomicU64,
+}
+
+impl RrxeDev {
+    fn set_mtu(&self, netdev_mtu: u32) {
+        self.active_mtu.store(mtu::active_mtu(netdev_mtu) as u32, Ordering::Relaxed);
+    }
+}
+
+/// A user context. Objects that need mmap entries hang off it in later work.
+pub struct RrxeUcontext;
+
+/// The provider type: implements the `ib` layer's driver operations.
+pub struct Rrxe;
+
+#[vtable]
+impl Driver for Rrxe {
+    type Data = RrxeDev;
+    type Ucontext = RrxeUcontext;
+    type Pd = PdGuard;
+
+    const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
+    const UVERBS_ABI_VER: u32 = l::UVERBS_ABI_VERSION;
+
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs> {
+        Ok(dev.data().attrs.clone())
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttrs> {
+        let ndev = dev.netdev(port).ok_or(ENODEV)?;
+        let active = ndev.port_active();
+        let (speed, width) = dev.eth_speed(port).unwrap_or((1, WIDTH_1X));
+        Ok(PortAttrs {
+            state: if active { PortState::Active } else { PortState::Down },
+            phys_state: if active {
+                PhysState::LinkUp
+            } else if ndev.is_up() {
+                PhysState::Polling
+            } else {
+                PhysState::Disabled
+            },
+            max_mtu: mtu::IbMtu::Mtu4096 as u32,
+            active_mtu: dev.data().active_mtu.load(Ordering::Relaxed),
+            gid_tbl_len: l::PORT_GID_TBL_LEN,
+            port_cap_flags: PORT_CM_SUP,
+            max_msg_sz: l::PORT_MAX_MSG_SZ,
+            bad_pkey_cntr: 0,
+            qkey_viol_cntr: 0,
+            pkey_tbl_len: l::PORT_PKEY_TBL_LEN,
+            max_vl_num: l::PORT_MAX_VL_NUM,
+            active_width: width,
+            active_speed: speed,
+        })
+    }
+
+    fn query_pkey(_dev: &Device<Self>, _port: u32, index: u16) -> Result<u16> {
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        Ok(l::DEFAULT_PKEY)
+    }
+
+    fn port_immutable(_dev: &Device<Self>, _port: u32) -> Result<PortImmutable> {
+        Ok(PortImmutable {
+            pkey_tbl_len: l::PORT_PKEY_TBL_LEN.into(),
+            gid_tbl_len: l::PORT_GID_TBL_LEN,
+            roce_udp_encap: true,
+            max_mad_size: MGMT_MAD_SIZE,
+        })
+    }
+
+    fn alloc_ucontext(_dev: &Device<Self>, _udata: Option<&Udata>) -> Result<RrxeUcontext> {
+        Ok(RrxeUcontext)
+    }
+
+    fn alloc_pd(dev: &Device<Self>, _udata: Option<&Udata>) -> Result<PdGuard> {
+        PdGuard::new(dev)
+    }
+}
+
+/// Counts a PD against the device's `max_pd` for as long as it lives.
+pub struct PdGuard {
+    dev: *const RrxeDev,
+}
+
+// SAFETY: `dev` points to device data that outlives every PD (the core
+// destroys all objects before `dealloc_driver`), and is only read atomically.
+unsafe impl Send for PdGuard {}
+// SAFETY: See above.
+unsafe impl Sync for PdGuard {}
+
+impl PdGuard {
+    fn new(dev: &Device<Rrxe>) -> Result<Self> {
+        let d = dev.data();
+        d.pds
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < d.attrs.max_pd).then_some(n + 1)
+            })
+            .map_err(|_| ENOMEM)?;
+        Ok(Self { dev: d })
+    }
+}
+
+impl Drop for PdGuard {
+    fn drop(&mut self) {
+        // SAFETY: The device data outlives its PDs (see the `Send` impl).
+        unsafe { (*self.dev).pds.fetch_sub(1, Ordering::Relaxed) };
+    }
+}
+
+impl LinkHandler for Rrxe {
+    fn newlink(name: &CStr, ndev: &NetDev) -> Result {
+        if ndev.is_vlan() {
+            pr_err_ratelimited!("{}: rrxe needs a real netdev, not a VLAN\n", ndev.name());
+            return Err(EPERM);
+        }
+        if Device::<Rrxe>::with_netdev(ndev, |_| ()).is_some() {
+            pr_err_ratelimited!("{}: already has an RXE-driver device\n", ndev.name());
+            return Err(EEXIST);
+        }
+        let (addr, len) = ndev.mac();
+        let mut random = [0u8; 6];
+        if len < 6 {
+            crate::ib::random_bytes(&mut random);
+        }
+        let mac = guid::device_mac(&addr[..len], random);
+        let guid = guid::eui64_from_mac(&mac);
+        let dev = RrxeDev {
+            attrs: crate::rrxe::params::device_attrs(guid),
+            active_mtu: AtomicU32::new(0),
+            pds: AtomicU32::new(0),
+            link_downed: AtomicU64::new(0),
+        };
+        dev.set_mtu(ndev.mtu());
+        let mut new = NewDevice::<Rrxe>::new(
+            &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,
+            ndev,
+            Ok::<_, Error>(dev),
+        )?;
+        new.set_node_guid(guid);
+        new.set_node_desc(b"rrxe");
+        new.set_num_comp_vectors(crate::ib::num_possible_cpus());
+        new.register(name, ndev)?;
+        pr_info!("{}: added on {}\n", name, ndev.name());
+        Ok(())
+    }
+}
+
+impl Handler for Rrxe {
+    fn event(event: Event, ndev: &NetDev) {
+        Device::<Rrxe>::with_netdev(ndev, |dev| match event {
+            Event::Unregister => {
+                pr_info!("{}: {} unregistered, removing device\n", dev.name(), ndev.name());
+                dev.unregister_queued();
+            }
+            Event::ChangeMtu => dev.data().set_mtu(ndev.mtu()),
+            Event::Down | Event::Change => {
+                if !ndev.port_active() {
+                    dev.data().link_downed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Event::Up | Event::Other(_) => {}
+        });
+    }
+}

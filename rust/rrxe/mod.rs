@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rrxe provider: a Soft-RoCE device on top of the `ib` layer.
+
+pub mod device;
+pub mod params;

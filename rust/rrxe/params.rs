@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device and port attributes, assembled from the limits in `logic::limits`.
+
+use crate::ib::attr::{cap, kcap, AtomicCap, DeviceAttrs};
+use crate::logic::limits as l;
+
+/// rxe's device capability flags.
+pub const DEVICE_CAP_FLAGS: u64 = cap::BAD_PKEY_CNTR
+    | cap::BAD_QKEY_CNTR
+    | cap::AUTO_PATH_MIG
+    | cap::CHANGE_PHY_PORT
+    | cap::UD_AV_PORT_ENFORCE
+    | cap::PORT_ACTIVE_EVENT
+    | cap::SYS_IMAGE_GUID
+    | cap::RC_RNR_NAK_GEN
+    | cap::SRQ_RESIZE
+    | cap::MEM_MGT_EXTENSIONS
+    | cap::MEM_WINDOW
+    | cap::FLUSH_GLOBAL
+    | cap::FLUSH_PERSISTENT
+    | cap::MEM_WINDOW_TYPE_2B
+    | cap::ATOMIC_WRITE;
+
+/// The attributes of a new device whose identifiers derive from `guid`.
+pub fn device_attrs(guid: [u8; 8]) -> DeviceAttrs {
+    DeviceAttrs {
+        sys_image_guid: guid,
+        max_mr_size: l::MAX_MR_SIZE,
+        page_size_cap: l::PAGE_SIZE_CAP,
+        vendor_id: l::VENDOR_ID,
+        max_qp: l::MAX_QP,
+        max_qp_wr: l::MAX_QP_WR,
+        device_cap_flags: DEVICE_CAP_FLAGS,
+        kernel_cap_flags: kcap::ALLOW_USER_UNREG,
+        max_send_sge: l::MAX_SGE,
+        max_recv_sge: l::MAX_SGE,
+        max_sge_rd: l::MAX_SGE_RD,
+        max_cq: l::MAX_CQ,
+        max_cqe: l::MAX_CQE,
+        max_mr: l::MAX_MR,
+        max_pd: l::MAX_PD,
+        max_qp_rd_atom: l::MAX_QP_RD_ATOM,
+        max_res_rd_atom: l::MAX_RES_RD_ATOM,
+        max_qp_init_rd_atom: l::MAX_QP_RD_ATOM,
+        atomic_cap: Some(AtomicCap::Hca),
+        max_mw: l::MAX_MW,
+        max_mcast_grp: l::MAX_MCAST_GRP,
+        max_mcast_qp_attach: l::MAX_MCAST_QP_ATTACH,
+        max_total_mcast_qp_attach: l::MAX_TOT_MCAST_QP_ATTACH,
+        max_ah: l::MAX_AH,
+        max_srq: l::MAX_SRQ,
+        max_srq_wr: l::MAX_SRQ_WR,
+        max_srq_sge: l::MAX_SRQ_SGE,
+        max_fast_reg_page_list_len: l::MAX_FAST_REG_PAGE_LIST_LEN,
+        max_pkeys: l::MAX_PKEYS,
+        local_ca_ack_delay: l::LOCAL_CA_ACK_DELAY,
+        max_dm_size: 0,
+    }
+}
