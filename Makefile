@@ -1,50 +1,45 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# make [KDIR=/path/to/linux-7.3-build]   build rrxe.ko against a 7.3 tree with
-#                                         CONFIG_RUST=y (default: the cached
-#                                         test kernel, built on demand)
+# make [KDIR=/path/to/linux-7.3-build]   build rrxe.ko in this directory
+#                                         against a 7.3 tree with CONFIG_RUST=y
+#                                         (default: the cached test kernel,
+#                                         built on first use)
 # make run                                set up, build, boot a guest, show rrxe0
 # make test                               set up, build, run every test
+# make kernel / make debug-kernel         build (or reuse) a test kernel
 # make clean
 
-RRXE_TOOLS_DIR := $(CURDIR)/tools
+TOOLS := $(CURDIR)/tools
 SHELL := /bin/bash
-
-ifeq ($(KDIR),)
-KDIR = $(shell $(RRXE_TOOLS_DIR)/build-kernel --print-dir)
-endif
-
-# Kernel-side toolchain: Debian's rustc (with rust-src) and our bindgen.
-include_lib = source $(RRXE_TOOLS_DIR)/lib.sh
-RUSTC ?= /usr/bin/rustc
-KMAKE_ARGS = RUSTC=$(RUSTC) RUSTDOC=/usr/bin/rustdoc \
-	BINDGEN=$$($(include_lib) && echo $$BINDGEN) \
-	LIBCLANG_PATH=/usr/lib/llvm-19/lib \
-	$$(grep -q '^CONFIG_CC_IS_CLANG=y' $(KDIR)/.config && echo LLVM=-19)
 
 .PHONY: all modules setup run test clean kernel debug-kernel
 
 all: modules
 
 modules:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KMAKE_ARGS) modules
+	@set -e; source $(TOOLS)/lib.sh; \
+	kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=$$($(TOOLS)/build-kernel --print-dir); \
+	llvm=; grep -q '^CONFIG_CC_IS_CLANG=y' "$$kdir/.config" && llvm=LLVM=-19; \
+	$(MAKE) -C "$$kdir" M=$(CURDIR) $$llvm RUSTC="$$RUSTC" RUSTDOC="$$RUSTDOC" \
+		BINDGEN="$$BINDGEN" LIBCLANG_PATH="$$LIBCLANG_PATH" modules
 
 setup:
-	$(RRXE_TOOLS_DIR)/setup-host
+	$(TOOLS)/setup-host
 
 kernel: setup
-	$(RRXE_TOOLS_DIR)/build-kernel
+	$(TOOLS)/build-kernel
 
 debug-kernel: setup
-	$(RRXE_TOOLS_DIR)/build-kernel --debug
+	$(TOOLS)/build-kernel --debug
 
 run: setup
-	$(RRXE_TOOLS_DIR)/run-demo
+	$(TOOLS)/run-demo
 
 test: setup
-	$(RRXE_TOOLS_DIR)/run-tests
+	$(TOOLS)/run-tests
 
 clean:
-	-[ -z "$(KDIR)" ] || $(MAKE) -C $(KDIR) M=$(CURDIR) clean
-	rm -f rust/bindings/bindings_generated.rs rust/bindings/.bindings_generated.rs.cmd
+	find . -path ./host/target -prune -o \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' \
+		-o -name '*.mod' -o -name '*.mod.c' -o -name '*.d' \) -type f -print0 | xargs -0 rm -f
+	rm -f modules.order Module.symvers rust/bindings/bindings_generated.rs
 	rm -rf host/target

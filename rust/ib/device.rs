@@ -165,7 +165,7 @@ impl<T: Driver> Device<T> {
         }
         // SAFETY: `ib` is a live registered device.
         let ours = unsafe { (*ib).ops.dealloc_driver }.map(|f| f as usize)
-            == Some(Adapter::<T>::dealloc_driver as usize);
+            == Some(Adapter::<T>::DEALLOC as usize);
         let r = if ours {
             // SAFETY: Ours, and registered: data alive while the reference is
             // held (the type invariant).
@@ -339,7 +339,7 @@ pub fn unregister_all<T: Driver>() {
                 // SAFETY: Registry entries are live until `dealloc_driver`,
                 // which removes them under this lock.
                 let f = unsafe { (*(p as *mut bindings::ib_device)).ops.dealloc_driver };
-                f.map(|f| f as usize) == Some(Adapter::<T>::dealloc_driver as usize)
+                f.map(|f| f as usize) == Some(Adapter::<T>::DEALLOC as usize)
             });
             match found {
                 None => return,
@@ -382,6 +382,7 @@ impl<T: Driver> Adapter<T> {
         o.get_link_layer = Some(Self::get_link_layer);
         o.alloc_ucontext = Some(Self::alloc_ucontext);
         o.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        o.disassociate_ucontext = Some(Self::disassociate_ucontext);
         o.alloc_pd = Some(Self::alloc_pd);
         o.dealloc_pd = Some(Self::dealloc_pd);
         o.mmap = Some(mmap::mmap_callback);
@@ -507,6 +508,12 @@ impl<T: Driver> Adapter<T> {
         unsafe { Ucontext::<T>::drop_data(uc) };
     }
 
+    /// Hot unplug with open contexts: the core zaps user mappings and
+    /// destroys the context's objects through the usual callbacks, so there is
+    /// nothing device-specific left to do. Having this op lets devices go
+    /// away (and the module unload) while processes still hold contexts.
+    unsafe extern "C" fn disassociate_ucontext(_uc: *mut bindings::ib_ucontext) {}
+
     unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> c_int {
         from_result(|| {
             // SAFETY: As for `alloc_ucontext`.
@@ -531,6 +538,9 @@ impl<T: Driver> Adapter<T> {
             Ok(0)
         })
     }
+
+    /// `dealloc_driver` as a function pointer: it identifies our devices.
+    const DEALLOC: unsafe extern "C" fn(*mut bindings::ib_device) = Self::dealloc_driver;
 
     pub(crate) unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
         registry_remove(ib);
