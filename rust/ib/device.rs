@@ -378,6 +378,7 @@ impl<T: Driver> Adapter<T> {
         o.query_device = Some(Self::query_device);
         o.query_port = Some(Self::query_port);
         o.query_pkey = Some(Self::query_pkey);
+        o.query_gid = Some(Self::query_gid);
         o.get_port_immutable = Some(Self::get_port_immutable);
         o.get_link_layer = Some(Self::get_link_layer);
         o.alloc_ucontext = Some(Self::alloc_ucontext);
@@ -448,6 +449,22 @@ impl<T: Driver> Adapter<T> {
             unsafe { pkey.write(v) };
             Ok(0)
         })
+    }
+
+    /// GIDs of a RoCE port live in the core's GID cache, which ib_core fills
+    /// from the netdev's addresses; this op answers from that table.
+    unsafe extern "C" fn query_gid(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: c_int,
+        gid: *mut bindings::ib_gid,
+    ) -> c_int {
+        if port != 1 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: Live device and a valid out-pointer for the call;
+        // `rdma_query_gid` only reads the cache under its own lock.
+        unsafe { bindings::rdma_query_gid(ib, port, index, gid) }
     }
 
     unsafe extern "C" fn get_port_immutable(

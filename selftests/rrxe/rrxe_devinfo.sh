@@ -10,12 +10,12 @@ ktap_set_plan 12
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
-mk_dummy rrxtd0 && ip link set rrxtd0 address 52:54:00:12:34:56 &&
+mk_dummy rrxtd0 && ip link set rrxtd0 address 52:54:00:ab:cd:ef &&
 	ip addr add 192.0.2.1/24 dev rrxtd0 || ktap_exit_fail_msg "dummy netdev setup failed"
 
 check "rdma link add creates the device" link_add rrxet0 rrxtd0
 check "ibv_devices lists it with the MAC-derived node GUID" \
-	bash -c "ibv_devices | grep -E '^\s*rrxet0\s+505400fffe123456\s*$'"
+	bash -c "ibv_devices | grep -E '^\s*rrxet0\s+505400fffeabcdef\s*$'"
 check "librxe opens it (driver id RXE, ABI 2) and reports RoCE on Ethernet" \
 	bash -c "ibv_devinfo -d rrxet0 | grep -q 'transport:.*InfiniBand (0)' &&
 		ibv_devinfo -d rrxet0 | grep -q 'link_layer:.*Ethernet'"
@@ -41,13 +41,13 @@ check "device attributes match rxe's" expect_attrs rrxet0 \
 	max_mw=524287 max_mcast_grp=8192 max_mcast_qp_attach=56 \
 	max_total_mcast_qp_attach=458752 max_ah=32767 max_srq=917503 \
 	max_srq_wr=1048576 max_srq_sge=27 max_pkeys=64 local_ca_ack_delay=15 \
-	sys_image_guid=5054:00ff:fe12:3456 node_guid=5054:00ff:fe12:3456
+	sys_image_guid=5054:00ff:feab:cdef node_guid=5054:00ff:feab:cdef
 check "port attributes match rxe's" expect_attrs rrxet0 \
 	state="PORT_ACTIVE (4)" max_mtu="4096 (5)" active_mtu="1024 (3)" \
 	sm_lid=0 port_lid=0 port_lmc=0x00 link_layer=Ethernet max_msg_sz=0x80000000 \
 	max_vl_num="1 (1)" pkey_tbl_len=1 gid_tbl_len=1024 phys_state="LINK_UP (5)"
 check "RoCEv2 GIDs come from the netdev's addresses" \
-	bash -c "ibv_devinfo -v -d rrxet0 | grep -q 'fe80:0000:0000:0000:5054:00ff:fe12:3456, RoCE v2' &&
+	bash -c "ibv_devinfo -v -d rrxet0 | grep -q 'fe80:0000:0000:0000:5054:00ff:feab:cdef, RoCE v2' &&
 		ibv_devinfo -v -d rrxet0 | grep -q '::ffff:192.0.2.1, RoCE v2'"
 check "rdma link shows the port ACTIVE on its netdev" \
 	bash -c "rdma link show rrxet0/1 | grep -q 'state ACTIVE physical_state LINK_UP netdev rrxtd0'"

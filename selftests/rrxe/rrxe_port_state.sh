@@ -13,7 +13,7 @@ load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && link_add rrxep0 rrxtd0 || ktap_exit_fail_msg "setup failed"
 
 events=$(mktemp)
-ibv_asyncwatch -d rrxep0 >"$events" 2>&1 &
+stdbuf -oL ibv_asyncwatch -d rrxep0 >"$events" 2>&1 &
 watch_pid=$!
 sleep 1
 
