@@ -46,9 +46,13 @@ check "port attributes match rxe's" expect_attrs rrxet0 \
 	state="PORT_ACTIVE (4)" max_mtu="4096 (5)" active_mtu="1024 (3)" \
 	sm_lid=0 port_lid=0 port_lmc=0x00 link_layer=Ethernet max_msg_sz=0x80000000 \
 	max_vl_num="1 (1)" pkey_tbl_len=1 gid_tbl_len=1024 phys_state="LINK_UP (5)"
-check "RoCEv2 GIDs come from the netdev's addresses" \
-	bash -c "ibv_devinfo -v -d rrxet0 | grep -q 'fe80:0000:0000:0000:5054:00ff:feab:cdef, RoCE v2' &&
-		ibv_devinfo -v -d rrxet0 | grep -q '::ffff:192.0.2.1, RoCE v2'"
+gids_ok() {
+	local g
+	g=$(ibv_devinfo -v -d rrxet0)
+	grep -q 'GID\[ *[0-9]*\]:[[:space:]]*fe80::5054:ff:feab:cdef, RoCE v2' <<<"$g" &&
+		grep -q 'GID\[ *[0-9]*\]:[[:space:]]*::ffff:192.0.2.1, RoCE v2' <<<"$g"
+}
+check "RoCEv2 GIDs come from the netdev's addresses (link-local and IPv4)" wait_for 10 gids_ok
 check "rdma link shows the port ACTIVE on its netdev" \
 	bash -c "rdma link show rrxet0/1 | grep -q 'state ACTIVE physical_state LINK_UP netdev rrxtd0'"
 check "sysfs node type and description" \
