@@ -59,7 +59,7 @@ check "sysfs node type and description" \
 	bash -c "grep -qx '1: CA' /sys/class/infiniband/rrxet0/node_type &&
 		grep -qx 'rrxe' /sys/class/infiniband/rrxet0/node_desc"
 check "a user context and PD can be allocated and freed (pyverbs)" \
-	python3 -c "
+	/usr/bin/python3 -c "
 from pyverbs.device import Context
 from pyverbs.pd import PD
 ctx = Context(name='rrxet0')

@@ -18,7 +18,7 @@ check "three devices" bash -c "rdma link add rrxer0 type $RRXE_LINK_TYPE netdev 
 
 # A process holding a user context and a PD on rrxer0.
 fifo=$(mktemp -u); mkfifo "$fifo"
-python3 -c "
+/usr/bin/python3 -c "
 from pyverbs.device import Context
 from pyverbs.pd import PD
 import sys
