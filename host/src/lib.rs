@@ -12,3 +12,9 @@ pub mod guid;
 pub mod limits;
 #[path = "../../rust/logic/mtu.rs"]
 pub mod mtu;
+#[path = "../../rust/logic/access.rs"]
+pub mod access;
+#[path = "../../rust/logic/bounds.rs"]
+pub mod bounds;
+#[path = "../../rust/logic/keys.rs"]
+pub mod keys;

@@ -3,6 +3,9 @@
 //! Pure logic: no kernel imports, so these files also build as the host
 //! crate in `host/` for `cargo test` and fuzzing.
 
+pub mod access;
+pub mod bounds;
 pub mod guid;
+pub mod keys;
 pub mod limits;
 pub mod mtu;
