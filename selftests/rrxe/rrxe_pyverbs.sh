@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# rdma-core's stock pyverbs tests that the verbs rrxe has so far can serve:
+# test_device and test_pd, unmodified, one KTAP line per stock case.
+# Skips are reported as skips (device memory is off by default).
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+
+ktap_print_header
+
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_dummy rrxtd0 && link_add rrxepv0 rrxtd0 || ktap_exit_fail_msg "setup failed"
+
+out=$("$root/tools/pyverbs-suite" rrxepv0 test_device test_pd 2>&1)
+rc=$?
+# unittest -v prints "name (module.Class.name)" then "doc ... result"; the
+# result may share the first line when there is no docstring.
+results=$(printf '%s\n' "$out" | awk '
+	/^test[a-zA-Z0-9_]* \(tests\./ { name = $2; gsub(/[()]/, "", name); sub(/^tests\./, "", name) }
+	/ \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$/ {
+		r = $0; sub(/.* \.\.\. /, "", r); print name "\t" r }')
+n=$(printf '%s\n' "$results" | grep -c . || true)
+[ "$n" -gt 0 ] || { printf '%s\n' "$out" | sed 's/^/# /'; ktap_exit_fail_msg "no stock test ran"; }
+while IFS=$'\t' read -r name r; do
+	case "$r" in
+	ok) ktap_test_pass "$name" ;;
+	skipped*) ktap_test_skip "$name (${r#skipped })" ;;
+	*) ktap_test_fail "$name ($r)" ;;
+	esac
+done <<<"$results"
+ktap_set_plan "$n"
+if [ $rc -ne 0 ] && [ "$KTAP_CNT_FAIL" -eq 0 ]; then
+	printf '%s\n' "$out" | tail -n 30 | sed 's/^/# /'
+	ktap_test_fail "pyverbs suite exited $rc"
+	KSFT_NUM_TESTS=$((KSFT_NUM_TESTS + 1))
+fi
+
+link_del rrxepv0
+cleanup_net
+ktap_finished
