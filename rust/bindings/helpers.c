@@ -11,6 +11,9 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
+#include <rdma/ib_umem.h>
+#include <linux/highmem.h>
+#include <linux/scatterlist.h>
 #include <linux/vmalloc.h>
 #include <linux/random.h>
 #include <linux/mm.h>
@@ -76,3 +79,21 @@ void rrxe_get_random_bytes(void *buf, size_t len) { get_random_bytes(buf, len); 
 int rrxe_ib_no_udata_io(struct ib_udata *udata) { return ib_no_udata_io(udata); }
 
 int rrxe_printk_ratelimit(void) { return printk_ratelimit(); }
+
+struct page *rrxe_sg_page_iter_page(struct sg_page_iter *piter) { return sg_page_iter_page(piter); }
+
+void *rrxe_kmap_local_page(struct page *page) { return kmap_local_page(page); }
+
+void rrxe_kunmap_local(void *addr) { kunmap_local(addr); }
+
+unsigned int rrxe_umem_offset(struct ib_umem *umem) { return ib_umem_offset(umem); }
+
+struct scatterlist *rrxe_umem_sgl(struct ib_umem *umem) { return umem->sgt_append.sgt.sgl; }
+
+unsigned int rrxe_umem_nents(struct ib_umem *umem) { return umem->sgt_append.sgt.orig_nents; }
+
+bool rrxe_is_err(const void *ptr) { return IS_ERR(ptr); }
+
+long rrxe_ptr_err(const void *ptr) { return PTR_ERR(ptr); }
+
+void *rrxe_err_ptr(long err) { return ERR_PTR(err); }

@@ -8,6 +8,7 @@
 
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_umem.h>
 
 struct vm_area_struct;
 
@@ -36,5 +37,16 @@ const char *rrxe_link_type(void);
 int rrxe_ib_no_udata_io(struct ib_udata *udata);
 void rrxe_get_device(struct ib_device *ibdev);
 void rrxe_put_device(struct ib_device *ibdev);
+
+struct sg_page_iter;
+struct page *rrxe_sg_page_iter_page(struct sg_page_iter *piter);
+void *rrxe_kmap_local_page(struct page *page);
+void rrxe_kunmap_local(void *addr);
+unsigned int rrxe_umem_offset(struct ib_umem *umem);
+struct scatterlist *rrxe_umem_sgl(struct ib_umem *umem);
+unsigned int rrxe_umem_nents(struct ib_umem *umem);
+bool rrxe_is_err(const void *ptr);
+long rrxe_ptr_err(const void *ptr);
+void *rrxe_err_ptr(long err);
 
 #endif

@@ -20,11 +20,13 @@ use super::{
     bindings,
     mmap,
     netdev::NetDev,
-    object::{Pd, Ucontext},
+    mr::{Mr, UserMrRequest},
+    object::{Mw, Pd, Ucontext},
     udata::Udata,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, prelude::*, types::Opaque};
+use crate::logic::access::MwType;
 use pin_init::PinInit;
 
 /// The operations a provider implements.
@@ -40,6 +42,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Ucontext: Send + Sync;
     /// Protection domain state.
     type Pd: Send + Sync;
+    /// Memory region state.
+    type Mr: Send + Sync;
+    /// Memory window state.
+    type Mw: Send + Sync;
 
     /// `enum rdma_driver_id` the device reports (selects the user provider).
     const DRIVER_ID: u32;
@@ -61,6 +67,36 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Called once the device is registered and visible.
     fn enable(_dev: &Device<Self>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers user memory; returns the MR's data and its key (used as
+    /// both lkey and rkey).
+    fn reg_user_mr(
+        _pd: &Pd<Self>,
+        _req: UserMrRequest,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self::Mr, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An MR covering all kernel memory, for kernel users.
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<(Self::Mr, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Asked before an MR is deregistered; an error keeps the MR (rxe refuses
+    /// while memory windows are bound). The MR's data is dropped after `Ok`.
+    fn dereg_mr(_mr: &Mr<Self>) -> Result {
+        Ok(())
+    }
+
+    /// A new memory window of type `ty` in `pd`; returns its data and rkey.
+    fn alloc_mw(
+        _pd: &Pd<Self>,
+        _ty: MwType,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self::Mw, u32)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 }
@@ -392,6 +428,20 @@ impl<T: Driver> Adapter<T> {
         if T::HAS_ENABLE {
             o.enable_driver = Some(Self::enable_driver);
         }
+        if T::HAS_REG_USER_MR {
+            o.reg_user_mr = Some(Self::reg_user_mr);
+        }
+        if T::HAS_GET_DMA_MR {
+            o.get_dma_mr = Some(Self::get_dma_mr);
+        }
+        if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR {
+            o.dereg_mr = Some(Self::dereg_mr);
+        }
+        if T::HAS_ALLOC_MW {
+            o.alloc_mw = Some(Self::alloc_mw);
+            o.dealloc_mw = Some(Self::dealloc_mw);
+            o.size_ib_mw = core::mem::size_of::<Mw<T>>();
+        }
         o.size_ib_ucontext = core::mem::size_of::<Ucontext<T>>();
         o.size_ib_pd = core::mem::size_of::<Pd<T>>();
         o
@@ -545,6 +595,84 @@ impl<T: Driver> Adapter<T> {
     unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
         // SAFETY: `alloc_pd` succeeded for this object; called once.
         unsafe { Pd::<T>::drop_data(pd) };
+        0
+    }
+
+    fn mr_result(r: Result<*mut bindings::ib_mr>) -> *mut bindings::ib_mr {
+        match r {
+            Ok(p) => p,
+            // SAFETY: Encodes an errno as an error pointer.
+            Err(e) => unsafe { bindings::rrxe_err_ptr(e.to_errno() as _) }.cast(),
+        }
+    }
+
+    unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        dmah: *mut bindings::ib_dmah,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        Self::mr_result((|| {
+            if !dmah.is_null() {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: The core passes a live PD of this device and a valid
+            // udata for the call.
+            let (pd, udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
+            let req = UserMrRequest { start, length, iova, access: access as u32 };
+            let (data, key) = T::reg_user_mr(pd, req, udata)?;
+            Mr::<T>::into_raw(data, key)
+        })())
+    }
+
+    unsafe extern "C" fn get_dma_mr(pd: *mut bindings::ib_pd, access: c_int) -> *mut bindings::ib_mr {
+        Self::mr_result((|| {
+            // SAFETY: The core passes a live PD of this device.
+            let pd = unsafe { Pd::<T>::from_raw(pd) };
+            let (data, key) = T::get_dma_mr(pd, access as u32)?;
+            Mr::<T>::into_raw(data, key)
+        })())
+    }
+
+    unsafe extern "C" fn dereg_mr(mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: Every MR of this device came from `Mr::into_raw`.
+            T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) })?;
+            // SAFETY: As above; the core does not use the MR after success.
+            unsafe { Mr::<T>::free(mr) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn alloc_mw(mw: *mut bindings::ib_mw, udata: *mut bindings::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a zeroed object of `size_ib_mw` bytes
+            // with `device`, `pd` and `type` set, and a valid udata. Only the
+            // C fields are read here: the data part is not initialised yet.
+            let (pd, ty, udata) = unsafe {
+                let ty = if (*mw).type_ == bindings::ib_mw_type_IB_MW_TYPE_1 {
+                    MwType::Type1
+                } else {
+                    MwType::Type2
+                };
+                (Pd::<T>::from_raw((*mw).pd), ty, Udata::from_raw(udata))
+            };
+            let (data, rkey) = T::alloc_mw(pd, ty, udata)?;
+            // SAFETY: As above; the data part is uninitialised and ours.
+            unsafe {
+                Mw::<T>::init_data(mw, data);
+                (*mw).rkey = rkey;
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> c_int {
+        // SAFETY: `alloc_mw` succeeded for this object; called once.
+        unsafe { Mw::<T>::drop_data(mw) };
         0
     }
 

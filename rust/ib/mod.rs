@@ -14,9 +14,11 @@ pub mod attr;
 pub mod device;
 pub mod link;
 pub mod mmap;
+pub mod mr;
 pub mod netdev;
 pub mod object;
 pub mod udata;
+pub mod umem;
 
 /// Initialises the layer's global state.
 ///

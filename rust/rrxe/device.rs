@@ -4,21 +4,34 @@
 //! and reactions to netdev events.
 
 use crate::ib::{
+    mr::{Mr, UserMrRequest},
+    object::Pd,
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
     link::LinkHandler,
     netdev::{Event, Handler, NetDev},
     udata::Udata,
 };
-use crate::logic::{guid, limits as l, mtu};
+use crate::logic::{access::MwType, guid, limits as l, mtu};
+use crate::rrxe::{
+    mr::{self, MwHandle, RrxeMr, RrxeMw},
+    pool::Pool,
+};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::pr_err_ratelimited;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 /// Per-device state.
+#[pin_data]
 pub struct RrxeDev {
     /// Device attributes, fixed at creation.
     attrs: DeviceAttrs,
+    /// Memory regions, by index (keys are `index << 8 | key8`).
+    #[pin]
+    mrs: Pool<RrxeMr>,
+    /// Memory windows, by index, in a range disjoint from the MRs'.
+    #[pin]
+    mws: Pool<RrxeMw>,
     /// The active IB MTU (`enum ib_mtu`), following the netdev's MTU.
     active_mtu: AtomicU32,
     /// Number of live PDs, bounded by `max_pd`.
@@ -28,6 +41,16 @@ pub struct RrxeDev {
 }
 
 impl RrxeDev {
+    /// The MR table.
+    pub fn mr_pool(&self) -> &Pool<RrxeMr> {
+        &self.mrs
+    }
+
+    /// The MW table.
+    pub fn mw_pool(&self) -> &Pool<RrxeMw> {
+        &self.mws
+    }
+
     fn set_mtu(&self, netdev_mtu: u32) {
         self.active_mtu.store(mtu::active_mtu(netdev_mtu) as u32, Ordering::Relaxed);
     }
@@ -44,6 +67,8 @@ impl Driver for Rrxe {
     type Data = RrxeDev;
     type Ucontext = RrxeUcontext;
     type Pd = PdGuard;
+    type Mr = Arc<RrxeMr>;
+    type Mw = MwHandle;
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = l::UVERBS_ABI_VERSION;
@@ -102,6 +127,26 @@ impl Driver for Rrxe {
     fn alloc_pd(dev: &Device<Self>, _udata: Option<&Udata>) -> Result<PdGuard> {
         PdGuard::new(dev)
     }
+
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        req: UserMrRequest,
+        udata: Option<&Udata>,
+    ) -> Result<(Arc<RrxeMr>, u32)> {
+        mr::reg_user_mr(pd, req, udata)
+    }
+
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
+        mr::get_dma_mr(pd, access)
+    }
+
+    fn dereg_mr(m: &Mr<Self>) -> Result {
+        mr::dereg_mr(m)
+    }
+
+    fn alloc_mw(pd: &Pd<Self>, ty: MwType, udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
+        mr::alloc_mw(pd, ty, udata)
+    }
 }
 
 /// Counts a PD against the device's `max_pd` for as long as it lives.
@@ -151,17 +196,18 @@ impl LinkHandler for Rrxe {
         }
         let mac = guid::device_mac(&addr[..len], random);
         let guid = guid::eui64_from_mac(&mac);
-        let dev = RrxeDev {
+        let dev = try_pin_init!(RrxeDev {
             attrs: crate::rrxe::params::device_attrs(guid),
-            active_mtu: AtomicU32::new(0),
+            mrs <- Pool::new(l::MIN_MR_INDEX, l::MAX_MR_INDEX, l::MAX_MR),
+            mws <- Pool::new(l::MIN_MW_INDEX, l::MAX_MW_INDEX, l::MAX_MW),
+            active_mtu: AtomicU32::new(mtu::active_mtu(ndev.mtu()) as u32),
             pds: AtomicU32::new(0),
             link_downed: AtomicU64::new(0),
-        };
-        dev.set_mtu(ndev.mtu());
+        }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,
             ndev,
-            Ok::<_, Error>(dev),
+            dev,
         )?;
         new.set_node_guid(guid);
         new.set_node_desc(b"rrxe");

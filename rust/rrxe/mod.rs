@@ -3,4 +3,6 @@
 //! The rrxe provider: a Soft-RoCE device on top of the `ib` layer.
 
 pub mod device;
+pub mod mr;
 pub mod params;
+pub mod pool;

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: driver-allocated `ib_mr` objects with driver data.
+//!
+//! Unlike PDs and contexts, the core does not allocate MRs: the driver
+//! returns a pointer to an `ib_mr` it allocated, and frees it in `dereg_mr`.
+//! Here an MR is a `KBox<Mr<T>>` whose first field is the `ib_mr`.
+
+use super::{bindings, device::Driver, object::Pd};
+use kernel::{prelude::*, types::Opaque};
+
+/// A memory region.
+///
+/// # Invariants
+///
+/// Allocated by [`Mr::into_raw`] as a `KBox`, handed to the core, and freed
+/// only by the `dereg_mr` callback.
+#[repr(C)]
+pub struct Mr<T: Driver> {
+    ib: Opaque<bindings::ib_mr>,
+    data: T::Mr,
+}
+
+impl<T: Driver> Mr<T> {
+    /// The driver's data.
+    pub fn data(&self) -> &T::Mr {
+        &self.data
+    }
+
+    /// Boxes `data` into a new MR with `key` as both lkey and rkey, and
+    /// returns the pointer the core expects.
+    pub(crate) fn into_raw(data: T::Mr, key: u32) -> Result<*mut bindings::ib_mr> {
+        const { assert!(core::mem::offset_of!(Self, ib) == 0) };
+        let mr = KBox::new(Self { ib: Opaque::zeroed(), data }, GFP_KERNEL)?;
+        // SAFETY: Freshly allocated and ours.
+        unsafe {
+            (*mr.ib.get()).lkey = key;
+            (*mr.ib.get()).rkey = key;
+        }
+        Ok(KBox::into_raw(mr).cast())
+    }
+
+    /// # Safety
+    ///
+    /// `ptr` must come from [`Mr::into_raw`] for this `T` and not be freed.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_mr) -> &'a Self {
+        // SAFETY: The caller's promise.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// # Safety
+    ///
+    /// `ptr` must come from [`Mr::into_raw`] for this `T`; it is freed.
+    pub(crate) unsafe fn free(ptr: *mut bindings::ib_mr) {
+        // SAFETY: The caller's promise; the box is reconstituted once.
+        drop(unsafe { KBox::from_raw(ptr.cast::<Self>()) });
+    }
+
+    /// The PD the core associated with the MR.
+    pub fn pd(&self) -> &Pd<T> {
+        // SAFETY: The core sets `pd` after creation and keeps it alive while
+        // the MR exists.
+        unsafe { Pd::from_raw((*self.ib.get()).pd) }
+    }
+}
+
+/// What `reg_user_mr` was asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct UserMrRequest {
+    /// Start of the user buffer.
+    pub start: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// The address the region is known by (equal to `start` unless the
+    /// application asks otherwise; 0 for zero-based regions).
+    pub iova: u64,
+    /// IB access flags.
+    pub access: u32,
+}

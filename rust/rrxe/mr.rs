@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions and windows: registration, keys and lookups.
+
+use crate::ib::{
+    mr::{Mr, UserMrRequest},
+    object::Pd,
+    udata::Udata,
+    umem::{PageRef, Umem},
+};
+use crate::logic::{
+    access::{self, AccessError, MwType},
+    bounds::Range,
+    keys,
+};
+use crate::rrxe::device::Rrxe;
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{prelude::*, sync::Arc};
+
+/// What backs an MR.
+pub enum MrMem {
+    /// Pinned user pages; `first_offset` is the start's offset in page 0.
+    User {
+        /// Keeps the pages pinned.
+        _umem: Umem,
+        /// The pinned pages, in order.
+        pages: KVVec<PageRef>,
+        /// Offset of the first byte in the first page.
+        first_offset: usize,
+    },
+    /// All of kernel memory (`get_dma_mr`), for kernel users.
+    Dma,
+}
+
+/// A memory region.
+pub struct RrxeMr {
+    /// Index in the device's MR table.
+    pub index: u32,
+    /// lkey == rkey.
+    pub key: u32,
+    /// The PD it belongs to, as an identity.
+    pub pd: usize,
+    /// IB access flags.
+    pub access: u32,
+    /// The addresses it answers to.
+    pub range: Range,
+    /// What backs it.
+    pub mem: MrMem,
+    /// Memory windows bound to it; deregistration waits for none.
+    pub bound_mws: AtomicU32,
+}
+
+/// A memory window.
+pub struct RrxeMw {
+    /// Index in the device's MW table.
+    pub index: u32,
+    /// The current rkey (binds change its low byte).
+    pub rkey: AtomicU32,
+    /// Window type.
+    pub ty: MwType,
+    /// The PD it belongs to, as an identity.
+    pub pd: usize,
+}
+
+fn access_err(e: AccessError) -> Error {
+    match e {
+        AccessError::Invalid => EINVAL,
+        AccessError::NotSupported => EOPNOTSUPP,
+    }
+}
+
+fn random_key8() -> u8 {
+    let mut b = [0u8; 1];
+    crate::ib::random_bytes(&mut b);
+    b[0]
+}
+
+/// `reg_user_mr`: pins the pages and enters the MR in the table.
+pub fn reg_user_mr(pd: &Pd<Rrxe>, req: UserMrRequest, _udata: Option<&Udata>) -> Result<(Arc<RrxeMr>, u32)> {
+    access::check_mr_access(req.access).map_err(access_err)?;
+    if req.length == 0 {
+        return Err(EINVAL);
+    }
+    let iova = if req.access & access::ZERO_BASED != 0 { 0 } else { req.iova };
+    let range = Range::new(iova, req.length).ok_or(EINVAL)?;
+    let dev = pd.device();
+    let umem = Umem::get(dev, req.start, req.length, req.access)?;
+    let pages = umem.pages()?;
+    let first_offset = umem.first_page_offset();
+    let mem = MrMem::User { _umem: umem, pages, first_offset };
+    insert_mr(pd, req.access, range, mem)
+}
+
+/// `get_dma_mr`: an MR over all kernel memory.
+pub fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
+    access::check_mr_access(access).map_err(access_err)?;
+    let range = Range::new(0, u64::MAX).ok_or(EINVAL)?;
+    insert_mr(pd, access, range, MrMem::Dma)
+}
+
+fn insert_mr(pd: &Pd<Rrxe>, access: u32, range: Range, mem: MrMem) -> Result<(Arc<RrxeMr>, u32)> {
+    let dev = pd.device().data();
+    let pd_id = pd as *const _ as usize;
+    let mut mem = Some(mem);
+    let (_, mr) = dev.mr_pool().insert(|index| {
+        let key = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
+        Ok(Arc::new(
+            RrxeMr {
+                index,
+                key,
+                pd: pd_id,
+                access,
+                range,
+                mem: mem.take().ok_or(EINVAL)?,
+                bound_mws: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    })?;
+    let key = mr.key;
+    Ok((mr, key))
+}
+
+/// `dereg_mr`: refused while windows are bound (as rxe does), else removed
+/// from the table; the memory is unpinned when the last reference goes.
+pub fn dereg_mr(mr: &Mr<Rrxe>) -> Result {
+    let m = mr.data();
+    if m.bound_mws.load(Ordering::Acquire) != 0 {
+        return Err(EINVAL);
+    }
+    mr.pd().device().data().mr_pool().remove(m.index);
+    Ok(())
+}
+
+/// `alloc_mw`: a window in the MW table. Type 1 windows start valid and
+/// unbound; type 2 windows start free.
+pub fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
+    let dev = pd.device().data();
+    let pd_id = pd as *const _ as usize;
+    let (_, mw) = dev.mw_pool().insert(|index| {
+        let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
+        Ok(Arc::new(RrxeMw { index, rkey: AtomicU32::new(rkey), ty, pd: pd_id }, GFP_KERNEL)?)
+    })?;
+    let rkey = mw.rkey.load(Ordering::Relaxed);
+    Ok((MwHandle { mw, dev }, rkey))
+}
+
+/// A window as the core holds it: removed from the table when the core
+/// deallocates it.
+pub struct MwHandle {
+    /// The window.
+    pub mw: Arc<RrxeMw>,
+    dev: *const crate::rrxe::device::RrxeDev,
+}
+
+// SAFETY: `dev` points to device data that outlives every MW (the core
+// destroys all objects before the device), and `Pool` is thread-safe.
+unsafe impl Send for MwHandle {}
+// SAFETY: See above.
+unsafe impl Sync for MwHandle {}
+
+impl Drop for MwHandle {
+    fn drop(&mut self) {
+        // SAFETY: See the `Send` impl.
+        unsafe { (*self.dev).mw_pool().remove(self.mw.index) };
+    }
+}

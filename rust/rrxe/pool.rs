@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Object tables: bounded, indexed, reference-counted.
+//!
+//! An object lives in an `Arc`; the table holds one reference and hands out
+//! clones on lookup, so a lookup racing with a destroy either gets a live
+//! object or nothing, never a freed one. Indices are allocated cyclically
+//! within a fixed range, so a freed index is not reused at once.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+    xarray::{AllocKind, XArray},
+};
+
+/// A table of objects of type `T`, indexed within `[min, max]`, holding at
+/// most `limit` objects.
+#[pin_data]
+pub struct Pool<T: Send + Sync + 'static> {
+    #[pin]
+    xa: XArray<Arc<T>>,
+    /// Serialises allocation: the probe for a free index and the store must
+    /// not interleave with another allocation.
+    #[pin]
+    alloc: Mutex<()>,
+    min: u32,
+    max: u32,
+    limit: u32,
+    count: AtomicU32,
+    next: AtomicU32,
+}
+
+impl<T: Send + Sync + 'static> Pool<T> {
+    /// A table for indices `min..=max` with at most `limit` objects.
+    pub fn new(first: u32, last: u32, most: u32) -> impl PinInit<Self> {
+        pin_init!(Self {
+            xa <- XArray::new(AllocKind::Alloc),
+            alloc <- new_mutex!(()),
+            min: first,
+            max: last,
+            limit: most,
+            count: AtomicU32::new(0),
+            next: AtomicU32::new(first),
+        })
+    }
+
+    /// Number of objects in the table.
+    pub fn count(&self) -> u32 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Allocates an index, builds the object for it with `make`, and stores
+    /// it. Fails with `ENOMEM` when the table is full.
+    pub fn insert(&self, make: impl FnOnce(u32) -> Result<Arc<T>>) -> Result<(u32, Arc<T>)> {
+        self.count
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.limit).then_some(n + 1)
+            })
+            .map_err(|_| ENOMEM)?;
+        let r = self.insert_reserved(make);
+        if r.is_err() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn insert_reserved(&self, make: impl FnOnce(u32) -> Result<Arc<T>>) -> Result<(u32, Arc<T>)> {
+        let _a = self.alloc.lock();
+        let span = self.max - self.min + 1;
+        let start = self.next.load(Ordering::Relaxed).clamp(self.min, self.max) - self.min;
+        let idx = {
+            let g = self.xa.lock();
+            (0..span)
+                .map(|i| self.min + (start + i) % span)
+                .find(|&i| g.get(i as usize).is_none())
+                .ok_or(ENOMEM)?
+        };
+        let obj = make(idx)?;
+        let mut g = self.xa.lock();
+        match g.store(idx as usize, obj.clone(), GFP_KERNEL) {
+            Ok(None) => {}
+            // Only allocation stores, and it is serialised: the slot was free.
+            Ok(Some(_)) => return Err(EBUSY),
+            Err(e) => return Err(e.error),
+        }
+        drop(g);
+        let next = if idx == self.max { self.min } else { idx + 1 };
+        self.next.store(next, Ordering::Relaxed);
+        Ok((idx, obj))
+    }
+
+    /// The object at `idx`, with a reference taken.
+    pub fn get(&self, idx: u32) -> Option<Arc<T>> {
+        if idx < self.min || idx > self.max {
+            return None;
+        }
+        let g = self.xa.lock();
+        g.get(idx as usize).map(Arc::from)
+    }
+
+    /// Removes and returns the object at `idx`.
+    pub fn remove(&self, idx: u32) -> Option<Arc<T>> {
+        if idx < self.min || idx > self.max {
+            return None;
+        }
+        let r = self.xa.lock().remove(idx as usize);
+        if r.is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
+        r
+    }
+}
