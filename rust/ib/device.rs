@@ -20,7 +20,7 @@ use super::{
     bindings,
     mmap,
     netdev::NetDev,
-    mr::{Mr, UserMrRequest},
+    mr::{Mr, ReregFlags, UserMrRequest},
     object::{Mw, Pd, Ucontext},
     udata::Udata,
 };
@@ -75,6 +75,19 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn reg_user_mr(
         _pd: &Pd<Self>,
         _req: UserMrRequest,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self::Mr, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Re-registers `mr` with the parts `flags` names changed. Returns the
+    /// data and key of a replacement MR, which the core puts in the old
+    /// one's place before deregistering the old one.
+    fn rereg_user_mr(
+        _mr: &Mr<Self>,
+        _flags: ReregFlags,
+        _req: UserMrRequest,
+        _new_pd: &Pd<Self>,
         _udata: Option<&Udata>,
     ) -> Result<(Self::Mr, u32)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
@@ -431,6 +444,9 @@ impl<T: Driver> Adapter<T> {
         if T::HAS_REG_USER_MR {
             o.reg_user_mr = Some(Self::reg_user_mr);
         }
+        if T::HAS_REREG_USER_MR {
+            o.rereg_user_mr = Some(Self::rereg_user_mr);
+        }
         if T::HAS_GET_DMA_MR {
             o.get_dma_mr = Some(Self::get_dma_mr);
         }
@@ -625,6 +641,32 @@ impl<T: Driver> Adapter<T> {
             let req = UserMrRequest { start, length, iova, access: access as u32 };
             let (data, key) = T::reg_user_mr(pd, req, udata)?;
             Mr::<T>::into_raw(data, key)
+        })())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn rereg_user_mr(
+        mr: *mut bindings::ib_mr,
+        flags: c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: c_int,
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        Self::mr_result((|| {
+            // SAFETY: The core passes a live MR of this device (from
+            // `Mr::into_raw`), the PD to use (the old one when unchanged) and
+            // a valid udata, for the call.
+            let (mr, pd, udata) =
+                unsafe { (Mr::<T>::from_raw(mr), Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
+            let req = UserMrRequest { start, length, iova, access: access as u32 };
+            let flags = ReregFlags::from_raw(flags as u32);
+            // The core fills in the range only for new registrations.
+            let (iova, length) = if flags.translation { (iova, length) } else { mr.iova_length() };
+            let (data, key) = T::rereg_user_mr(mr, flags, req, pd, udata)?;
+            Mr::<T>::into_raw_at(data, key, iova, length)
         })())
     }
 

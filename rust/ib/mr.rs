@@ -30,12 +30,25 @@ impl<T: Driver> Mr<T> {
     /// Boxes `data` into a new MR with `key` as both lkey and rkey, and
     /// returns the pointer the core expects.
     pub(crate) fn into_raw(data: T::Mr, key: u32) -> Result<*mut bindings::ib_mr> {
+        Self::into_raw_at(data, key, 0, 0)
+    }
+
+    /// As [`Mr::into_raw`], also recording the address range (for MRs the
+    /// core does not fill in, such as rereg replacements).
+    pub(crate) fn into_raw_at(
+        data: T::Mr,
+        key: u32,
+        iova: u64,
+        length: u64,
+    ) -> Result<*mut bindings::ib_mr> {
         const { assert!(core::mem::offset_of!(Self, ib) == 0) };
         let mr = KBox::new(Self { ib: Opaque::zeroed(), data }, GFP_KERNEL)?;
         // SAFETY: Freshly allocated and ours.
         unsafe {
             (*mr.ib.get()).lkey = key;
             (*mr.ib.get()).rkey = key;
+            (*mr.ib.get()).iova = iova;
+            (*mr.ib.get()).length = length;
         }
         Ok(KBox::into_raw(mr).cast())
     }
@@ -54,6 +67,12 @@ impl<T: Driver> Mr<T> {
     pub(crate) unsafe fn free(ptr: *mut bindings::ib_mr) {
         // SAFETY: The caller's promise; the box is reconstituted once.
         drop(unsafe { KBox::from_raw(ptr.cast::<Self>()) });
+    }
+
+    /// The address range the core recorded: `(iova, length)`.
+    pub fn iova_length(&self) -> (u64, u64) {
+        // SAFETY: Plain fields, set before the MR is visible.
+        unsafe { ((*self.ib.get()).iova, (*self.ib.get()).length) }
     }
 
     /// The PD the core associated with the MR.
@@ -76,4 +95,25 @@ pub struct UserMrRequest {
     pub iova: u64,
     /// IB access flags.
     pub access: u32,
+}
+
+/// Which parts of an MR a rereg changes (`IB_MR_REREG_*`).
+#[derive(Clone, Copy, Debug)]
+pub struct ReregFlags {
+    /// New address range and pages.
+    pub translation: bool,
+    /// New PD.
+    pub pd: bool,
+    /// New access flags.
+    pub access: bool,
+}
+
+impl ReregFlags {
+    pub(crate) fn from_raw(flags: u32) -> Self {
+        Self {
+            translation: flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS != 0,
+            pd: flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_PD != 0,
+            access: flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0,
+        }
+    }
 }

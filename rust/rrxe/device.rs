@@ -4,7 +4,7 @@
 //! and reactions to netdev events.
 
 use crate::ib::{
-    mr::{Mr, UserMrRequest},
+    mr::{Mr, ReregFlags, UserMrRequest},
     object::Pd,
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
@@ -134,6 +134,16 @@ impl Driver for Rrxe {
         udata: Option<&Udata>,
     ) -> Result<(Arc<RrxeMr>, u32)> {
         mr::reg_user_mr(pd, req, udata)
+    }
+
+    fn rereg_user_mr(
+        m: &Mr<Self>,
+        flags: ReregFlags,
+        req: UserMrRequest,
+        new_pd: &Pd<Self>,
+        _udata: Option<&Udata>,
+    ) -> Result<(Arc<RrxeMr>, u32)> {
+        mr::rereg_user_mr(m, flags, req, new_pd)
     }
 
     fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {

@@ -3,7 +3,7 @@
 //! Memory regions and windows: registration, keys and lookups.
 
 use crate::ib::{
-    mr::{Mr, UserMrRequest},
+    mr::{Mr, ReregFlags, UserMrRequest},
     object::Pd,
     udata::Udata,
     umem::{PageRef, Umem},
@@ -44,8 +44,9 @@ pub struct RrxeMr {
     pub access: u32,
     /// The addresses it answers to.
     pub range: Range,
-    /// What backs it.
-    pub mem: MrMem,
+    /// What backs it (shared with a replacement made by a rereg that keeps
+    /// the translation).
+    pub mem: Arc<MrMem>,
     /// Memory windows bound to it; deregistration waits for none.
     pub bound_mws: AtomicU32,
 }
@@ -87,7 +88,7 @@ pub fn reg_user_mr(pd: &Pd<Rrxe>, req: UserMrRequest, _udata: Option<&Udata>) ->
     let umem = Umem::get(dev, req.start, req.length, req.access)?;
     let pages = umem.pages()?;
     let first_offset = umem.first_page_offset();
-    let mem = MrMem::User { _umem: umem, pages, first_offset };
+    let mem = Arc::new(MrMem::User { _umem: umem, pages, first_offset }, GFP_KERNEL)?;
     insert_mr(pd, req.access, range, mem)
 }
 
@@ -95,10 +96,10 @@ pub fn reg_user_mr(pd: &Pd<Rrxe>, req: UserMrRequest, _udata: Option<&Udata>) ->
 pub fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
     access::check_mr_access(access).map_err(access_err)?;
     let range = Range::new(0, u64::MAX).ok_or(EINVAL)?;
-    insert_mr(pd, access, range, MrMem::Dma)
+    insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
 }
 
-fn insert_mr(pd: &Pd<Rrxe>, access: u32, range: Range, mem: MrMem) -> Result<(Arc<RrxeMr>, u32)> {
+fn insert_mr(pd: &Pd<Rrxe>, access: u32, range: Range, mem: Arc<MrMem>) -> Result<(Arc<RrxeMr>, u32)> {
     let dev = pd.device().data();
     let pd_id = pd as *const _ as usize;
     let mut mem = Some(mem);
@@ -128,8 +129,62 @@ pub fn dereg_mr(mr: &Mr<Rrxe>) -> Result {
     if m.bound_mws.load(Ordering::Acquire) != 0 {
         return Err(EINVAL);
     }
-    mr.pd().device().data().mr_pool().remove(m.index);
+    // A rereg may have put a replacement at this index already.
+    mr.pd().device().data().mr_pool().remove_if(m.index, m);
     Ok(())
+}
+
+/// `rereg_user_mr`: a replacement MR under the same key, with a new PD,
+/// access and/or translation. The core retires the old MR afterwards;
+/// work already holding the old one finishes on the old view.
+pub fn rereg_user_mr(
+    mr: &Mr<Rrxe>,
+    flags: ReregFlags,
+    req: UserMrRequest,
+    new_pd: &Pd<Rrxe>,
+) -> Result<(Arc<RrxeMr>, u32)> {
+    let old = mr.data();
+    if old.bound_mws.load(Ordering::Acquire) != 0 {
+        return Err(EINVAL);
+    }
+    let access = if flags.access { req.access } else { old.access };
+    access::check_mr_access(access).map_err(access_err)?;
+    let (range, mem) = if flags.translation {
+        if req.length == 0 {
+            return Err(EINVAL);
+        }
+        let iova = if access & access::ZERO_BASED != 0 { 0 } else { req.iova };
+        let range = Range::new(iova, req.length).ok_or(EINVAL)?;
+        let umem = Umem::get(new_pd.device(), req.start, req.length, access)?;
+        let pages = umem.pages()?;
+        let first_offset = umem.first_page_offset();
+        (range, Arc::new(MrMem::User { _umem: umem, pages, first_offset }, GFP_KERNEL)?)
+    } else {
+        if (access ^ old.access) & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
+            && access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
+            && old.access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC) == 0
+        {
+            // The pages were pinned read-only; writable access needs a new
+            // translation.
+            return Err(EINVAL);
+        }
+        (old.range, old.mem.clone())
+    };
+    let new = Arc::new(
+        RrxeMr {
+            index: old.index,
+            key: old.key,
+            pd: new_pd as *const _ as usize,
+            access,
+            range,
+            mem,
+            bound_mws: AtomicU32::new(0),
+        },
+        GFP_KERNEL,
+    )?;
+    new_pd.device().data().mr_pool().replace(old.index, old, new.clone())?;
+    let key = new.key;
+    Ok((new, key))
 }
 
 /// `alloc_mw`: a window in the MW table. Type 1 windows start valid and

@@ -100,6 +100,36 @@ impl<T: Send + Sync + 'static> Pool<T> {
         g.get(idx as usize).map(Arc::from)
     }
 
+    /// Replaces the object at `idx` with `new`, if `old` is what is there.
+    pub fn replace(&self, idx: u32, old: &Arc<T>, new: Arc<T>) -> Result {
+        let _a = self.alloc.lock();
+        let mut g = self.xa.lock();
+        match g.get(idx as usize) {
+            Some(cur) if core::ptr::eq(&*cur, &**old) => {}
+            _ => return Err(EINVAL),
+        }
+        match g.store(idx as usize, new, GFP_KERNEL) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.error),
+        }
+    }
+
+    /// Removes the object at `idx` if it is `obj` (and not a replacement).
+    pub fn remove_if(&self, idx: u32, obj: &Arc<T>) -> Option<Arc<T>> {
+        let _a = self.alloc.lock();
+        let mut g = self.xa.lock();
+        match g.get(idx as usize) {
+            Some(cur) if core::ptr::eq(&*cur, &**obj) => {}
+            _ => return None,
+        }
+        let r = g.remove(idx as usize);
+        drop(g);
+        if r.is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
+        r
+    }
+
     /// Removes and returns the object at `idx`.
     pub fn remove(&self, idx: u32) -> Option<Arc<T>> {
         if idx < self.min || idx > self.max {

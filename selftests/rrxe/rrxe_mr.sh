@@ -8,7 +8,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan 11
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -22,6 +22,7 @@ check "page-unaligned start and length" t unaligned
 check "iova != addr, zero-based, a region ending at 2^64; iova + length wrapping fails EINVAL" t iova
 check "bad access flags fail EINVAL, on-demand EOPNOTSUPP, unmapped memory EFAULT" t badflags
 check "a PD with an MR cannot be freed until the MR is" t pd_busy
+check "rereg of access, PD and translation keeps the key; bad reregs fail EINVAL" t rereg
 check "5000 MRs at once, distinct keys" t many 5000
 check "a 4 GiB MR" t big 4
 check "64 type 1 and 64 type 2 memory windows: rkeys in the MW range" t mw

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,6 +248,117 @@ static int mode_pd_busy(void)
 	return 0;
 }
 
+/* IB_USER_VERBS_CMD_REREG_MR through the write() ABI: librxe v44 has no
+ * rereg_mr, so ibv_rereg_mr() never reaches the kernel. */
+static int rereg(struct ibv_mr *mr, uint32_t flags, void *start, size_t len, uint64_t iova,
+		 struct ibv_pd *npd, uint32_t access, uint32_t *key)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_rereg_mr cmd;
+	} req;
+	struct ib_uverbs_rereg_mr_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	req.hdr.command = IB_USER_VERBS_CMD_REREG_MR;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.mr_handle = mr->handle;
+	req.cmd.flags = flags;
+	req.cmd.start = (uintptr_t)start;
+	req.cmd.length = len;
+	req.cmd.hca_va = iova;
+	req.cmd.pd_handle = npd ? npd->handle : 0;
+	req.cmd.access_flags = access;
+	if (write(mr->context->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return errno;
+	if (resp.lkey != resp.rkey)
+		return -1;
+	*key = resp.lkey;
+	return 0;
+}
+
+/* The length `rdma resource show mr` reports for the MR with this key. */
+static long long mr_len(uint32_t key)
+{
+	char cmd[128], line[512], want[32];
+	long long len = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma resource show mr dev %s", ibv_get_device_name(ctx->device));
+	snprintf(want, sizeof(want), "lkey 0x%x ", key);
+	f = popen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, want), *q = strstr(line, "mrlen ");
+		if (p && q)
+			len = atoll(q + 6);
+	}
+	if (f)
+		pclose(f);
+	return len;
+}
+
+#define REREG_TRANS 1
+#define REREG_PD 2
+#define REREG_ACCESS 4
+
+static int mode_rereg(void)
+{
+	struct ibv_pd *pda = ibv_alloc_pd(ctx), *pdb = ibv_alloc_pd(ctx);
+	char *b1 = aligned_alloc(4096, 8192), *b2 = aligned_alloc(4096, 16384);
+	struct ibv_mr *mr = ibv_reg_mr(pda, b1, 8192, IBV_ACCESS_LOCAL_WRITE);
+	uint32_t key, k;
+	int e;
+
+	if (!mr)
+		FAIL("reg: %s", strerror(errno));
+	key = mr->lkey;
+	if ((e = rereg(mr, REREG_ACCESS, NULL, 0, 0, NULL,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, &k)))
+		FAIL("rereg access: %d", e);
+	if (k != key)
+		FAIL("rereg access changed the key 0x%x -> 0x%x", key, k);
+	if ((e = rereg(mr, REREG_PD, NULL, 0, 0, pdb, 0, &k)) || k != key)
+		FAIL("rereg pd: %d, key 0x%x -> 0x%x", e, key, k);
+	if (ibv_dealloc_pd(pda))
+		FAIL("the old PD is still in use after rereg pd: %s", strerror(errno));
+	if (!ibv_dealloc_pd(pdb))
+		FAIL("the new PD was freed under its MR");
+	if (mr_len(key) != 8192)
+		FAIL("length before rereg translation: %lld", mr_len(key));
+	if ((e = rereg(mr, REREG_TRANS, b2, 16384, (uintptr_t)b2, NULL, 0, &k)) || k != key)
+		FAIL("rereg translation: %d", e);
+	if (mr_len(key) != 16384)
+		FAIL("length after rereg translation: %lld", mr_len(key));
+	if (rereg(mr, REREG_TRANS, b2 + 1, 4096, (uintptr_t)b2, NULL, 0, &k) != EINVAL)
+		FAIL("start and iova in different page offsets were accepted");
+	if (rereg(mr, REREG_ACCESS, NULL, 0, 0, NULL, IBV_ACCESS_REMOTE_WRITE, &k) != EINVAL)
+		FAIL("remote write without local write was accepted");
+	if (rereg(mr, 0, NULL, 0, 0, NULL, 0, &k) != EINVAL)
+		FAIL("empty flags were accepted");
+	if (rereg(mr, REREG_TRANS, b2, 4096, UINT64_MAX - 2047, NULL, IBV_ACCESS_LOCAL_WRITE, &k) != EINVAL)
+		FAIL("a wrapping translation was accepted");
+	if (mr_len(key) != 16384)
+		FAIL("a failed rereg changed the MR");
+	if (ibv_dereg_mr(mr) || ibv_dealloc_pd(pdb))
+		FAIL("cleanup: %s", strerror(errno));
+
+	/* Pages pinned read-only cannot become writable without a new translation. */
+	mr = ibv_reg_mr(pd, b1, 4096, IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		FAIL("reg read-only: %s", strerror(errno));
+	if (rereg(mr, REREG_ACCESS, NULL, 0, 0, NULL, IBV_ACCESS_LOCAL_WRITE, &k) != EINVAL)
+		FAIL("a read-only MR became writable without new pages");
+	if ((e = rereg(mr, REREG_ACCESS | REREG_TRANS, b1, 4096, (uintptr_t)b1, NULL,
+		       IBV_ACCESS_LOCAL_WRITE, &k)))
+		FAIL("writable with a new translation: %d", e);
+	if (ibv_dereg_mr(mr))
+		FAIL("dereg: %s", strerror(errno));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -279,6 +391,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(m, "big")) rc = mode_big(arg);
 	else if (!strcmp(m, "mw")) rc = mode_mw();
 	else if (!strcmp(m, "pd_busy")) rc = mode_pd_busy();
+	else if (!strcmp(m, "rereg")) rc = mode_rereg();
 	else FAIL("unknown mode %s", m);
 
 	if (rc == 0 && (ibv_dealloc_pd(pd) || ibv_close_device(ctx)))
