@@ -23,6 +23,8 @@ unsafe impl Sync for PageRef {}
 
 /// The size of a page.
 pub const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
+/// log2 of [`PAGE_SIZE`].
+pub const PAGE_SHIFT: u32 = kernel::page::PAGE_SHIFT as u32;
 
 impl PageRef {
     /// Copies `src` into the page at `off`.

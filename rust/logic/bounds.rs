@@ -151,3 +151,101 @@ mod tests {
         assert_eq!(pages_spanned(0, u64::MAX, 12), Some(1 << 52));
     }
 }
+
+/// One piece of a copy that stays within a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Index of the page in the region's page list.
+    pub page: usize,
+    /// Offset within that page.
+    pub offset: usize,
+    /// Bytes in this piece.
+    pub len: usize,
+    /// Offset of this piece within the whole copy.
+    pub pos: usize,
+}
+
+/// Splits a copy of `len` bytes starting `off` bytes into a region (whose
+/// first byte is `first_offset` into its first page) into page-bounded
+/// chunks. The caller has already checked `off + len` against the region.
+#[derive(Clone, Debug)]
+pub struct Chunks {
+    page_shift: u32,
+    abs: u64,
+    left: usize,
+    pos: usize,
+}
+
+impl Chunks {
+    /// The chunks of `[off, off + len)`; `None` if the arithmetic overflows.
+    pub const fn new(first_offset: u64, off: u64, len: usize, page_shift: u32) -> Option<Self> {
+        match page_of(first_offset, off, page_shift) {
+            None => None,
+            Some(_) => match first_offset.checked_add(off) {
+                None => None,
+                Some(abs) => {
+                    if abs.checked_add(len as u64).is_none() {
+                        return None;
+                    }
+                    Some(Self { page_shift, abs, left: len, pos: 0 })
+                }
+            },
+        }
+    }
+}
+
+impl Iterator for Chunks {
+    type Item = Chunk;
+
+    fn next(&mut self) -> Option<Chunk> {
+        if self.left == 0 {
+            return None;
+        }
+        let page_size = 1u64 << self.page_shift;
+        let page = (self.abs >> self.page_shift) as usize;
+        let offset = (self.abs & (page_size - 1)) as usize;
+        let room = (page_size as usize) - offset;
+        let len = room.min(self.left);
+        let c = Chunk { page, offset, len, pos: self.pos };
+        self.abs += len as u64;
+        self.left -= len;
+        self.pos += len;
+        Some(c)
+    }
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_copy_exactly() {
+        for first in [0u64, 1, 100, 4095] {
+            for off in [0u64, 1, 4095, 4096, 10000] {
+                for len in [0usize, 1, 4095, 4096, 4097, 20000] {
+                    let cs: std::vec::Vec<Chunk> = Chunks::new(first, off, len, 12).unwrap().collect();
+                    let total: usize = cs.iter().map(|c| c.len).sum();
+                    assert_eq!(total, len);
+                    let mut pos = 0;
+                    let mut abs = first + off;
+                    for c in &cs {
+                        assert_eq!(c.pos, pos);
+                        assert!(c.len > 0 && c.offset + c.len <= 4096);
+                        assert_eq!(c.page as u64, abs >> 12);
+                        assert_eq!(c.offset as u64, abs & 4095);
+                        pos += c.len;
+                        abs += c.len as u64;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_refuse_overflow() {
+        assert!(Chunks::new(4096, 0, 1, 12).is_none(), "first offset must be inside a page");
+        assert!(Chunks::new(1, u64::MAX, 1, 12).is_none());
+        assert!(Chunks::new(0, u64::MAX, 2, 12).is_none());
+        assert!(Chunks::new(0, u64::MAX - 1, 1, 12).is_some());
+    }
+}

@@ -10,7 +10,7 @@ use crate::ib::{
 };
 use crate::logic::{
     access::{self, AccessError, MwType},
-    bounds::Range,
+    bounds::{Chunks, Range},
     keys,
 };
 use crate::rrxe::device::Rrxe;
@@ -219,4 +219,80 @@ impl Drop for MwHandle {
         // SAFETY: See the `Send` impl.
         unsafe { (*self.dev).mw_pool().remove(self.mw.index) };
     }
+}
+
+/// Kinds of access a lookup asks of an MR.
+pub type NeedAccess = u32;
+
+// The data path (UD/UC/RC traffic) is the user of these.
+#[allow(dead_code)]
+impl RrxeMr {
+    /// Copies `src` into the region at `iova`.
+    pub fn write(&self, iova: u64, src: &[u8]) -> Result {
+        self.walk(iova, src.len(), |page, off, pos, len| {
+            // SAFETY: `page` belongs to this MR's pinned pages, alive while
+            // `self` (which owns the umem through `mem`) is.
+            unsafe { page.write(off, &src[pos..pos + len]) }
+        })
+    }
+
+    /// Copies from the region at `iova` into `dst`.
+    pub fn read(&self, iova: u64, dst: &mut [u8]) -> Result {
+        let len = dst.len();
+        self.walk(iova, len, |page, off, pos, n| {
+            // SAFETY: As in `write`.
+            unsafe { page.read(off, &mut dst[pos..pos + n]) }
+        })
+    }
+
+    fn walk(
+        &self,
+        iova: u64,
+        len: usize,
+        mut f: impl FnMut(&PageRef, usize, usize, usize) -> Result,
+    ) -> Result {
+        let off = self.range.offset_of(iova, len as u64).ok_or(EFAULT)?;
+        match &*self.mem {
+            MrMem::User { pages, first_offset, .. } => {
+                let chunks = Chunks::new(*first_offset as u64, off, len, crate::ib::umem::PAGE_SHIFT)
+                    .ok_or(EFAULT)?;
+                for c in chunks {
+                    let page = pages.get(c.page).ok_or(EFAULT)?;
+                    f(page, c.offset, c.pos, c.len)?;
+                }
+                Ok(())
+            }
+            // Kernel DMA MRs address kernel memory directly; their copies
+            // belong to the kernel-QP data path, which is not built yet.
+            MrMem::Dma => Err(EOPNOTSUPP),
+        }
+    }
+}
+
+/// Finds the MR a key names for an access of `len` bytes at `iova` from
+/// `pd`, checking the full key (index and variant), the PD, the access
+/// rights and the bounds. Keys in the MW range are refused until windows
+/// can be bound.
+#[allow(dead_code)]
+pub fn lookup_mr(
+    dev: &crate::rrxe::device::RrxeDev,
+    key: u32,
+    pd: usize,
+    need: NeedAccess,
+    iova: u64,
+    len: u64,
+) -> Result<Arc<RrxeMr>> {
+    match keys::key_kind(key) {
+        Some(keys::KeyKind::Mr) => {}
+        _ => return Err(EINVAL),
+    }
+    let mr = dev.mr_pool().get(keys::key_index(key)).ok_or(EINVAL)?;
+    if mr.key != key || mr.pd != pd {
+        return Err(EINVAL);
+    }
+    if mr.access & need != need {
+        return Err(EACCES);
+    }
+    mr.range.offset_of(iova, len).ok_or(EFAULT)?;
+    Ok(mr)
 }
