@@ -15,7 +15,9 @@ mk_dummy rrxtd0 && link_add rrxep0 rrxtd0 || ktap_exit_fail_msg "setup failed"
 events=$(mktemp)
 stdbuf -oL ibv_asyncwatch -d rrxep0 >"$events" 2>&1 &
 watch_pid=$!
-sleep 1
+# Events queue on the context's async FD from the moment it exists, which
+# ibv_asyncwatch announces.
+wait_for 30 grep -q 'async event FD' "$events" || ktap_exit_fail_msg "ibv_asyncwatch did not start"
 
 ip link set rrxtd0 down
 check "link down: port state DOWN, physical state DISABLED" \
