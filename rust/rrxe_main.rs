@@ -59,6 +59,7 @@ impl Drop for RrxeModule {
         drop(self.link.take());
         ib::device::unregister_all::<Rrxe>();
         drop(self.notifier.take());
+        ib::exit();
         pr_info!("unloaded\n");
     }
 }

@@ -362,6 +362,16 @@ pub(super) unsafe fn init_registry() {
     unsafe { REGISTRY.init() };
 }
 
+/// Frees the registry's storage (a static is never dropped). For module
+/// exit, after [`unregister_all`].
+pub(super) fn release_registry() {
+    let mut list = REGISTRY.lock();
+    if !list.is_empty() {
+        pr_warn!("{} devices still registered at exit\n", list.len());
+    }
+    *list = KVec::new();
+}
+
 fn registry_add(ib: *mut bindings::ib_device) -> Result {
     REGISTRY.lock().push(ib as usize, GFP_KERNEL)?;
     Ok(())

@@ -31,6 +31,12 @@ pub unsafe fn init() {
     unsafe { device::init_registry() };
 }
 
+/// Releases the layer's global state. Call once at module exit, after every
+/// device is gone (see [`device::unregister_all`]).
+pub fn exit() {
+    device::release_registry();
+}
+
 /// Fills `buf` with random bytes.
 pub fn random_bytes(buf: &mut [u8]) {
     // SAFETY: `buf` is valid for writes of its length.
