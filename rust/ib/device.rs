@@ -20,7 +20,7 @@ use super::{
     bindings,
     mmap,
     netdev::NetDev,
-    mr::{Mr, ReregFlags, UserMrRequest},
+    mr::{Mr, MrSlot, ReregFlags, UserMrRequest},
     object::{Mw, Pd, Ucontext},
     udata::Udata,
 };
@@ -649,8 +649,9 @@ impl<T: Driver> Adapter<T> {
             // udata for the call.
             let (pd, udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
             let req = UserMrRequest { start, length, iova, access: access as u32 };
+            let slot = MrSlot::<T>::new()?;
             let (data, key) = T::reg_user_mr(pd, req, udata)?;
-            Mr::<T>::into_raw(data, key)
+            Ok(slot.fill(data, key, 0, 0))
         })())
     }
 
@@ -667,7 +668,7 @@ impl<T: Driver> Adapter<T> {
     ) -> *mut bindings::ib_mr {
         Self::mr_result((|| {
             // SAFETY: The core passes a live MR of this device (from
-            // `Mr::into_raw`), the PD to use (the old one when unchanged) and
+            // `MrSlot::fill`), the PD to use (the old one when unchanged) and
             // a valid udata, for the call.
             let (mr, pd, udata) =
                 unsafe { (Mr::<T>::from_raw(mr), Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
@@ -675,8 +676,9 @@ impl<T: Driver> Adapter<T> {
             let flags = ReregFlags::from_raw(flags as u32);
             // The core fills in the range only for new registrations.
             let (iova, length) = if flags.translation { (iova, length) } else { mr.iova_length() };
+            let slot = MrSlot::<T>::new()?;
             let (data, key) = T::rereg_user_mr(mr, flags, req, pd, udata)?;
-            Mr::<T>::into_raw_at(data, key, iova, length)
+            Ok(slot.fill(data, key, iova, length))
         })())
     }
 
@@ -684,14 +686,15 @@ impl<T: Driver> Adapter<T> {
         Self::mr_result((|| {
             // SAFETY: The core passes a live PD of this device.
             let pd = unsafe { Pd::<T>::from_raw(pd) };
+            let slot = MrSlot::<T>::new()?;
             let (data, key) = T::get_dma_mr(pd, access as u32)?;
-            Mr::<T>::into_raw(data, key)
+            Ok(slot.fill(data, key, 0, u64::MAX))
         })())
     }
 
     unsafe extern "C" fn dereg_mr(mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {
         from_result(|| {
-            // SAFETY: Every MR of this device came from `Mr::into_raw`.
+            // SAFETY: Every MR of this device came from `MrSlot::fill`.
             T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) })?;
             // SAFETY: As above; the core does not use the MR after success.
             unsafe { Mr::<T>::free(mr) };

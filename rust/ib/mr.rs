@@ -13,8 +13,8 @@ use kernel::{prelude::*, types::Opaque};
 ///
 /// # Invariants
 ///
-/// Allocated by [`Mr::into_raw`] as a `KBox`, handed to the core, and freed
-/// only by the `dereg_mr` callback.
+/// Allocated through an [`MrSlot`] as a `KBox`, handed to the core, and
+/// freed only by the `dereg_mr` callback.
 #[repr(C)]
 pub struct Mr<T: Driver> {
     ib: Opaque<bindings::ib_mr>,
@@ -27,35 +27,9 @@ impl<T: Driver> Mr<T> {
         &self.data
     }
 
-    /// Boxes `data` into a new MR with `key` as both lkey and rkey, and
-    /// returns the pointer the core expects.
-    pub(crate) fn into_raw(data: T::Mr, key: u32) -> Result<*mut bindings::ib_mr> {
-        Self::into_raw_at(data, key, 0, 0)
-    }
-
-    /// As [`Mr::into_raw`], also recording the address range (for MRs the
-    /// core does not fill in, such as rereg replacements).
-    pub(crate) fn into_raw_at(
-        data: T::Mr,
-        key: u32,
-        iova: u64,
-        length: u64,
-    ) -> Result<*mut bindings::ib_mr> {
-        const { assert!(core::mem::offset_of!(Self, ib) == 0) };
-        let mr = KBox::new(Self { ib: Opaque::zeroed(), data }, GFP_KERNEL)?;
-        // SAFETY: Freshly allocated and ours.
-        unsafe {
-            (*mr.ib.get()).lkey = key;
-            (*mr.ib.get()).rkey = key;
-            (*mr.ib.get()).iova = iova;
-            (*mr.ib.get()).length = length;
-        }
-        Ok(KBox::into_raw(mr).cast())
-    }
-
     /// # Safety
     ///
-    /// `ptr` must come from [`Mr::into_raw`] for this `T` and not be freed.
+    /// `ptr` must come from [`MrSlot::fill`] for this `T` and not be freed.
     pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_mr) -> &'a Self {
         // SAFETY: The caller's promise.
         unsafe { &*ptr.cast::<Self>() }
@@ -63,7 +37,7 @@ impl<T: Driver> Mr<T> {
 
     /// # Safety
     ///
-    /// `ptr` must come from [`Mr::into_raw`] for this `T`; it is freed.
+    /// `ptr` must come from [`MrSlot::fill`] for this `T`; it is freed.
     pub(crate) unsafe fn free(ptr: *mut bindings::ib_mr) {
         // SAFETY: The caller's promise; the box is reconstituted once.
         drop(unsafe { KBox::from_raw(ptr.cast::<Self>()) });
@@ -80,6 +54,33 @@ impl<T: Driver> Mr<T> {
         // SAFETY: The core sets `pd` after creation and keeps it alive while
         // the MR exists.
         unsafe { Pd::from_raw((*self.ib.get()).pd) }
+    }
+}
+
+/// Memory for an MR, allocated before the driver creates its data, so that
+/// nothing can fail between the driver's success and the core owning the MR.
+pub(crate) struct MrSlot<T: Driver>(KBox<core::mem::MaybeUninit<Mr<T>>>);
+
+impl<T: Driver> MrSlot<T> {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(KBox::new_uninit(GFP_KERNEL)?))
+    }
+
+    /// Stores `data` with `key` as lkey and rkey and the address range
+    /// (which the core overwrites for new user registrations), and returns
+    /// the pointer the core expects.
+    pub(crate) fn fill(self, data: T::Mr, key: u32, iova: u64, length: u64) -> *mut bindings::ib_mr {
+        const { assert!(core::mem::offset_of!(Mr<T>, ib) == 0) };
+        let mr = KBox::write(self.0, Mr { ib: Opaque::zeroed(), data });
+        // SAFETY: Freshly initialised and ours.
+        unsafe {
+            let ib = mr.ib.get();
+            (*ib).lkey = key;
+            (*ib).rkey = key;
+            (*ib).iova = iova;
+            (*ib).length = length;
+        }
+        KBox::into_raw(mr).cast()
     }
 }
 
