@@ -10,7 +10,11 @@ RRXE_TOOLS=$RRXE_CACHE/tools
 : "${RUSTDOC:=/usr/bin/rustdoc}"
 : "${BINDGEN:=$RRXE_TOOLS/bin/bindgen}"
 VNG=$RRXE_TOOLS/venv/bin/vng
-# vng runs virtme-run and friends from PATH.
+# vng runs virtme-run and friends from PATH. cargo (for bindgen and the
+# host crate) may live in rustup's directory without being on PATH.
 PATH=$RRXE_TOOLS/venv/bin:$PATH
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+	PATH=$PATH:$HOME/.cargo/bin
+fi
 KSRC=$RRXE_CACHE/src/linux-source-7.3
 export PATH RRXE_ROOT RRXE_CACHE RRXE_TOOLS LIBCLANG_PATH RUSTC RUSTDOC BINDGEN VNG KSRC
