@@ -667,10 +667,10 @@ impl<T: Driver> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
         Self::mr_result((|| {
-            // SAFETY: The core passes a live MR of this device (from
-            // `MrSlot::fill`), the PD to use (the old one when unchanged) and
-            // a valid udata, for the call.
             let (mr, pd, udata) =
+                // SAFETY: The core passes a live MR of this device (from
+                // `MrSlot::fill`), the PD to use (the old one when unchanged)
+                // and a valid udata, for the call.
                 unsafe { (Mr::<T>::from_raw(mr), Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
             let req = UserMrRequest { start, length, iova, access: access as u32 };
             let flags = ReregFlags::from_raw(flags as u32);
