@@ -18,3 +18,5 @@ pub mod access;
 pub mod bounds;
 #[path = "../../rust/logic/keys.rs"]
 pub mod keys;
+#[path = "../../rust/logic/dm.rs"]
+pub mod dm;

@@ -11,6 +11,9 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
+#define UVERBS_MODULE_NAME rrxe
+#include <rdma/uverbs_named_ioctl.h>
+#include <rdma/uverbs_std_types.h>
 #include <rdma/ib_umem.h>
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>
@@ -25,6 +28,32 @@ module_param_string(link_type, link_type, sizeof(link_type), 0444);
 MODULE_PARM_DESC(link_type, "rdma link type to register (default rrxe; rxe for drop-in use)");
 
 const char *rrxe_link_type(void) { return link_type; }
+
+/* Read when a device is created; range-checked there. */
+static unsigned long dm_size;
+module_param(dm_size, ulong, 0644);
+MODULE_PARM_DESC(dm_size, "device memory of each new device, in bytes (default 0: off, since stock librxe has no DM verbs)");
+
+unsigned long rrxe_dm_size(void) { return READ_ONCE(dm_size); }
+
+/*
+ * Driver-specific uverbs attributes. DM_ALLOC returns the page offset at
+ * which the allocating process maps the new device memory.
+ */
+ADD_UVERBS_ATTRIBUTES_SIMPLE(
+	rrxe_dm_alloc_attrs, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC,
+	UVERBS_ATTR_PTR_OUT(RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET,
+			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
+
+static const struct uapi_definition rrxe_uapi_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &rrxe_dm_alloc_attrs),
+	{},
+};
+
+void rrxe_ib_set_dm_uapi(struct ib_device *ibdev) { ibdev->driver_def = rrxe_uapi_defs; }
+
+int rrxe_uverbs_copy_to_u64(struct uverbs_attr_bundle *attrs, u16 id, u64 val)
+{ return uverbs_copy_to(attrs, id, &val, sizeof(val)); }
 
 struct ib_device *rrxe_ib_alloc_device(size_t size, struct net *net)
 { return _ib_alloc_device(size, net); }

@@ -9,8 +9,19 @@
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
+#include <uapi/rdma/rdma_user_ioctl_cmds.h>
 
 struct vm_area_struct;
+struct uverbs_attr_bundle;
+
+/* Driver-namespace attribute ids (bit UVERBS_ID_NS_SHIFT set). */
+enum rrxe_uverbs_attrs {
+	RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET = 1U << UVERBS_ID_NS_SHIFT,
+};
+
+unsigned long rrxe_dm_size(void);
+void rrxe_ib_set_dm_uapi(struct ib_device *ibdev);
+int rrxe_uverbs_copy_to_u64(struct uverbs_attr_bundle *attrs, u16 id, u64 val);
 
 struct ib_device *rrxe_ib_alloc_device(size_t size, struct net *net);
 struct net_device *rrxe_netdev_notifier_info_to_dev(void *info);

@@ -18,6 +18,7 @@
 use super::{
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     bindings,
+    dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
     netdev::NetDev,
     mr::{Mr, MrSlot, ReregFlags, UserMrRequest},
@@ -46,6 +47,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Mr: Send + Sync;
     /// Memory window state.
     type Mw: Send + Sync;
+    /// Device memory state.
+    type Dm: Send + Sync;
 
     /// `enum rdma_driver_id` the device reports (selects the user provider).
     const DRIVER_ID: u32;
@@ -110,6 +113,20 @@ pub trait Driver: Sized + Send + Sync + 'static {
         _ty: MwType,
         _udata: Option<&Udata>,
     ) -> Result<(Self::Mw, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// New device memory for `uc`'s process; returns its data and the
+    /// offset at which the process maps it (reported to userspace through
+    /// the [`dm::ALLOC_DM_RESP_MMAP_OFFSET`] attribute). Dropping the data
+    /// frees the device memory.
+    fn alloc_dm(_uc: &Ucontext<Self>, _req: DmRequest) -> Result<(Self::Dm, u64)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers part of `dm` as a zero-based MR in `pd`; returns the MR's
+    /// data and key. Only called when `alloc_dm` is implemented.
+    fn reg_dm_mr(_pd: &Pd<Self>, _dm: &Dm<Self>, _req: DmMrRequest) -> Result<(Self::Mr, u32)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 }
@@ -271,6 +288,10 @@ impl<T: Driver> NewDevice<T> {
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as _;
             (*ib).phys_port_cnt = 1;
             (*ib).local_dma_lkey = 0;
+            if T::HAS_ALLOC_DM {
+                // Declares the DM alloc method's mmap-offset attribute.
+                bindings::rrxe_ib_set_dm_uapi(ib);
+            }
             (*ib).uverbs_cmd_mask |= (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
                 | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
         }
@@ -460,7 +481,14 @@ impl<T: Driver> Adapter<T> {
         if T::HAS_GET_DMA_MR {
             o.get_dma_mr = Some(Self::get_dma_mr);
         }
-        if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR {
+        if T::HAS_ALLOC_DM {
+            o.alloc_dm = Some(Self::alloc_dm);
+            o.dealloc_dm = Some(Self::dealloc_dm);
+            if T::HAS_REG_DM_MR {
+                o.reg_dm_mr = Some(Self::reg_dm_mr);
+            }
+        }
+        if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR || T::HAS_REG_DM_MR {
             o.dereg_mr = Some(Self::dereg_mr);
         }
         if T::HAS_ALLOC_MW {
@@ -729,6 +757,67 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: `alloc_mw` succeeded for this object; called once.
         unsafe { Mw::<T>::drop_data(mw) };
         0
+    }
+
+    unsafe extern "C" fn alloc_dm(
+        _ib: *mut bindings::ib_device,
+        uc: *mut bindings::ib_ucontext,
+        attr: *mut bindings::ib_dm_alloc_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> *mut bindings::ib_dm {
+        let r: Result<*mut bindings::ib_dm> = (|| {
+            // SAFETY: The core passes a live context of this device, the
+            // request it copied in and the call's attribute bundle.
+            let (uc, req) = unsafe {
+                (Ucontext::<T>::from_raw(uc), DmRequest { length: (*attr).length, log_align: (*attr).alignment })
+            };
+            let slot = DmSlot::<T>::new()?;
+            let (data, offset) = T::alloc_dm(uc, req)?;
+            // Owned here until the core has it: dropping it frees the DM.
+            let dm = slot.fill(data);
+            // SAFETY: `attrs` is the bundle of this DM_ALLOC call, whose
+            // method carries the attribute (declared with the ops).
+            let r = unsafe {
+                bindings::rrxe_uverbs_copy_to_u64(attrs, dm::ALLOC_DM_RESP_MMAP_OFFSET, offset)
+            };
+            kernel::error::to_result(r)?;
+            Ok(DmSlot::into_raw(dm))
+        })();
+        match r {
+            Ok(p) => p,
+            // SAFETY: Encodes an errno as an error pointer.
+            Err(e) => unsafe { bindings::rrxe_err_ptr(e.to_errno() as _) }.cast(),
+        }
+    }
+
+    unsafe extern "C" fn dealloc_dm(dm: *mut bindings::ib_dm, _attrs: *mut bindings::uverbs_attr_bundle) -> c_int {
+        // SAFETY: Every DM of this device came from `DmSlot`; the core calls
+        // this once, with no MR left on it.
+        unsafe { Dm::<T>::free(dm) };
+        0
+    }
+
+    unsafe extern "C" fn reg_dm_mr(
+        pd: *mut bindings::ib_pd,
+        dm: *mut bindings::ib_dm,
+        attr: *mut bindings::ib_dm_mr_attr,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> *mut bindings::ib_mr {
+        Self::mr_result((|| {
+            // SAFETY: The core passes a live PD and DM of this device and the
+            // request it checked, for the call.
+            let (pd, dm, req) = unsafe {
+                (
+                    Pd::<T>::from_raw(pd),
+                    Dm::<T>::from_raw(dm),
+                    DmMrRequest { offset: (*attr).offset, length: (*attr).length, access: (*attr).access_flags },
+                )
+            };
+            let slot = MrSlot::<T>::new()?;
+            let (data, key) = T::reg_dm_mr(pd, dm, req)?;
+            // Zero-based: the region's addresses run from 0.
+            Ok(slot.fill(data, key, 0, req.length))
+        })())
     }
 
     unsafe extern "C" fn enable_driver(ib: *mut bindings::ib_device) -> c_int {

@@ -12,6 +12,7 @@ mod bindings;
 
 pub mod attr;
 pub mod device;
+pub mod dm;
 pub mod link;
 pub mod mmap;
 pub mod mr;

@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod bounds;
+pub mod dm;
 pub mod guid;
 pub mod keys;
 pub mod limits;

@@ -4,8 +4,9 @@
 //! and reactions to netdev events.
 
 use crate::ib::{
+    dm::{Dm, DmMrRequest, DmRequest},
     mr::{Mr, ReregFlags, UserMrRequest},
-    object::Pd,
+    object::{Pd, Ucontext},
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
     link::LinkHandler,
@@ -14,6 +15,7 @@ use crate::ib::{
 };
 use crate::logic::{access::MwType, guid, limits as l, mtu};
 use crate::rrxe::{
+    dm::{self, RrxeDm},
     mr::{self, MwHandle, RrxeMr, RrxeMw},
     pool::Pool,
 };
@@ -38,6 +40,9 @@ pub struct RrxeDev {
     pds: AtomicU32,
     /// How often the link went down (`link_downed`).
     link_downed: AtomicU64,
+    /// Device memory in use, in bytes (whole pages), at most
+    /// `attrs.max_dm_size`.
+    dm_used: AtomicU64,
 }
 
 impl RrxeDev {
@@ -49,6 +54,16 @@ impl RrxeDev {
     /// The MW table.
     pub fn mw_pool(&self) -> &Pool<RrxeMw> {
         &self.mws
+    }
+
+    /// Device memory in use, in bytes.
+    pub fn dm_used(&self) -> &AtomicU64 {
+        &self.dm_used
+    }
+
+    /// The device's device memory size (`dm_size` when it was created).
+    pub fn max_dm_size(&self) -> u64 {
+        self.attrs.max_dm_size
     }
 
     fn set_mtu(&self, netdev_mtu: u32) {
@@ -69,6 +84,7 @@ impl Driver for Rrxe {
     type Pd = PdGuard;
     type Mr = Arc<RrxeMr>;
     type Mw = MwHandle;
+    type Dm = RrxeDm;
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = l::UVERBS_ABI_VERSION;
@@ -157,6 +173,14 @@ impl Driver for Rrxe {
     fn alloc_mw(pd: &Pd<Self>, ty: MwType, udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
         mr::alloc_mw(pd, ty, udata)
     }
+
+    fn alloc_dm(uc: &Ucontext<Self>, req: DmRequest) -> Result<(RrxeDm, u64)> {
+        dm::alloc_dm(uc, req)
+    }
+
+    fn reg_dm_mr(pd: &Pd<Self>, d: &Dm<Self>, req: DmMrRequest) -> Result<(Arc<RrxeMr>, u32)> {
+        dm::reg_dm_mr(pd, d, req)
+    }
 }
 
 /// Counts a PD against the device's `max_pd` for as long as it lives.
@@ -206,13 +230,26 @@ impl LinkHandler for Rrxe {
         }
         let mac = guid::device_mac(&addr[..len], random);
         let guid = guid::eui64_from_mac(&mac);
+        let dm_size = crate::ib::dm::dm_size_param();
+        if !crate::logic::dm::check_dm_size(dm_size, kernel::page::PAGE_SIZE as u64) {
+            pr_err_ratelimited!(
+                "dm_size {} is not a multiple of {} up to {}\n",
+                dm_size,
+                kernel::page::PAGE_SIZE,
+                crate::logic::dm::MAX_DM_SIZE
+            );
+            return Err(EINVAL);
+        }
+        let mut attrs = crate::rrxe::params::device_attrs(guid);
+        attrs.max_dm_size = dm_size;
         let dev = try_pin_init!(RrxeDev {
-            attrs: crate::rrxe::params::device_attrs(guid),
+            attrs,
             mrs <- Pool::new(l::MIN_MR_INDEX, l::MAX_MR_INDEX, l::MAX_MR),
             mws <- Pool::new(l::MIN_MW_INDEX, l::MAX_MW_INDEX, l::MAX_MW),
             active_mtu: AtomicU32::new(mtu::active_mtu(ndev.mtu()) as u32),
             pds: AtomicU32::new(0),
             link_downed: AtomicU64::new(0),
+            dm_used: AtomicU64::new(0),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

@@ -3,6 +3,7 @@
 //! The rrxe provider: a Soft-RoCE device on top of the `ib` layer.
 
 pub mod device;
+pub mod dm;
 pub mod mr;
 pub mod params;
 pub mod pool;

@@ -13,7 +13,7 @@ use crate::logic::{
     bounds::{Chunks, Range},
     keys,
 };
-use crate::rrxe::device::Rrxe;
+use crate::rrxe::{device::Rrxe, dm::DmMem};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
@@ -30,6 +30,13 @@ pub enum MrMem {
     },
     /// All of kernel memory (`get_dma_mr`), for kernel users.
     Dma,
+    /// Device memory, from `offset` on (`reg_dm_mr`).
+    Dm {
+        /// Keeps the device memory.
+        mem: Arc<DmMem>,
+        /// Where the region starts in it.
+        offset: u64,
+    },
 }
 
 /// A memory region.
@@ -63,7 +70,7 @@ pub struct RrxeMw {
     pub pd: usize,
 }
 
-fn access_err(e: AccessError) -> Error {
+pub(crate) fn access_err(e: AccessError) -> Error {
     match e {
         AccessError::Invalid => EINVAL,
         AccessError::NotSupported => EOPNOTSUPP,
@@ -99,7 +106,7 @@ pub fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
     insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
 }
 
-fn insert_mr(pd: &Pd<Rrxe>, access: u32, range: Range, mem: Arc<MrMem>) -> Result<(Arc<RrxeMr>, u32)> {
+pub(crate) fn insert_mr(pd: &Pd<Rrxe>, access: u32, range: Range, mem: Arc<MrMem>) -> Result<(Arc<RrxeMr>, u32)> {
     let dev = pd.device().data();
     let pd_id = pd as *const _ as usize;
     let mut mem = Some(mem);
@@ -229,41 +236,51 @@ pub type NeedAccess = u32;
 impl RrxeMr {
     /// Copies `src` into the region at `iova`.
     pub fn write(&self, iova: u64, src: &[u8]) -> Result {
-        self.walk(iova, src.len(), |page, off, pos, len| {
-            // SAFETY: `page` belongs to this MR's pinned pages, alive while
-            // `self` (which owns the umem through `mem`) is.
-            unsafe { page.write(off, &src[pos..pos + len]) }
-        })
+        let off = self.range.offset_of(iova, src.len() as u64).ok_or(EFAULT)?;
+        match &*self.mem {
+            MrMem::User { pages, first_offset, .. } => {
+                for c in Chunks::new(*first_offset as u64, off, src.len(), crate::ib::umem::PAGE_SHIFT)
+                    .ok_or(EFAULT)?
+                {
+                    let page = pages.get(c.page).ok_or(EFAULT)?;
+                    // SAFETY: `page` belongs to this MR's pinned pages, alive
+                    // while `self` (which owns the umem through `mem`) is.
+                    unsafe { page.write(c.offset, &src[c.pos..c.pos + c.len])? };
+                }
+                Ok(())
+            }
+            MrMem::Dm { mem, offset } => {
+                let p = mem.ptr(offset.checked_add(off).ok_or(EFAULT)?, src.len())?;
+                // SAFETY: `p` has `src.len()` bytes of the DM buffer, which
+                // `mem` keeps alive; `src` is a distinct kernel buffer.
+                unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+                Ok(())
+            }
+            // Kernel DMA MRs address kernel memory directly; their copies
+            // belong to the kernel-QP data path, which is not built yet.
+            MrMem::Dma => Err(EOPNOTSUPP),
+        }
     }
 
     /// Copies from the region at `iova` into `dst`.
     pub fn read(&self, iova: u64, dst: &mut [u8]) -> Result {
         let len = dst.len();
-        self.walk(iova, len, |page, off, pos, n| {
-            // SAFETY: As in `write`.
-            unsafe { page.read(off, &mut dst[pos..pos + n]) }
-        })
-    }
-
-    fn walk(
-        &self,
-        iova: u64,
-        len: usize,
-        mut f: impl FnMut(&PageRef, usize, usize, usize) -> Result,
-    ) -> Result {
         let off = self.range.offset_of(iova, len as u64).ok_or(EFAULT)?;
         match &*self.mem {
             MrMem::User { pages, first_offset, .. } => {
-                let chunks = Chunks::new(*first_offset as u64, off, len, crate::ib::umem::PAGE_SHIFT)
-                    .ok_or(EFAULT)?;
-                for c in chunks {
+                for c in Chunks::new(*first_offset as u64, off, len, crate::ib::umem::PAGE_SHIFT).ok_or(EFAULT)? {
                     let page = pages.get(c.page).ok_or(EFAULT)?;
-                    f(page, c.offset, c.pos, c.len)?;
+                    // SAFETY: As in `write`.
+                    unsafe { page.read(c.offset, &mut dst[c.pos..c.pos + c.len])? };
                 }
                 Ok(())
             }
-            // Kernel DMA MRs address kernel memory directly; their copies
-            // belong to the kernel-QP data path, which is not built yet.
+            MrMem::Dm { mem, offset } => {
+                let p = mem.ptr(offset.checked_add(off).ok_or(EFAULT)?, len)?;
+                // SAFETY: As in `write`, in the other direction.
+                unsafe { core::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), len) };
+                Ok(())
+            }
             MrMem::Dma => Err(EOPNOTSUPP),
         }
     }

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device memory: driver-allocated `ib_dm` objects with driver data.
+//!
+//! The core copies the requested length and alignment in, calls the
+//! driver's `alloc_dm`, and then fills in the C object's `device`, `length`
+//! and `uobject`. A device memory can be registered as a zero-based MR
+//! (`reg_dm_mr`); the core counts such MRs and refuses to free the device
+//! memory while any exist.
+//!
+//! Userspace reaches the memory by mmap: `alloc_dm` returns a page offset,
+//! which this layer reports through the driver-namespace attribute
+//! `RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET` (u64, id `1 << UVERBS_ID_NS_SHIFT`)
+//! of the DM alloc method, declared in the C helper file.
+
+use super::{bindings, device::Driver};
+use kernel::{prelude::*, types::Opaque};
+
+/// The driver-namespace attribute id of the mmap offset DM_ALLOC returns.
+pub const ALLOC_DM_RESP_MMAP_OFFSET: u16 = bindings::rrxe_uverbs_attrs_RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET as u16;
+
+/// What `alloc_dm` was asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct DmRequest {
+    /// Length in bytes, as userspace passed it.
+    pub length: u64,
+    /// Required alignment of the start, as a power of two (`log_align_req`).
+    pub log_align: u32,
+}
+
+/// What `reg_dm_mr` was asked for. The core has already checked that
+/// `offset` and `length` lie within the device memory and that `access`
+/// contains `IB_ACCESS_ZERO_BASED`.
+#[derive(Clone, Copy, Debug)]
+pub struct DmMrRequest {
+    /// Offset of the region in the device memory.
+    pub offset: u64,
+    /// Length of the region.
+    pub length: u64,
+    /// IB access flags.
+    pub access: u32,
+}
+
+/// A device memory allocation.
+///
+/// # Invariants
+///
+/// Allocated through [`DmSlot`] as a `KBox`, handed to the core, and freed
+/// only by the `dealloc_dm` callback.
+#[repr(C)]
+pub struct Dm<T: Driver> {
+    ib: Opaque<bindings::ib_dm>,
+    data: T::Dm,
+}
+
+impl<T: Driver> Dm<T> {
+    /// The driver's data.
+    pub fn data(&self) -> &T::Dm {
+        &self.data
+    }
+
+    /// # Safety
+    ///
+    /// `ptr` must come from [`DmSlot::fill`] for this `T` and not be freed.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_dm) -> &'a Self {
+        // SAFETY: The caller's promise.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// # Safety
+    ///
+    /// `ptr` must come from [`DmSlot::fill`] for this `T`; it is freed.
+    pub(crate) unsafe fn free(ptr: *mut bindings::ib_dm) {
+        // SAFETY: The caller's promise; the box is reconstituted once.
+        drop(unsafe { KBox::from_raw(ptr.cast::<Self>()) });
+    }
+}
+
+/// Memory for a DM, allocated before the driver creates its data.
+pub(crate) struct DmSlot<T: Driver>(KBox<core::mem::MaybeUninit<Dm<T>>>);
+
+impl<T: Driver> DmSlot<T> {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(KBox::new_uninit(GFP_KERNEL)?))
+    }
+
+    /// Stores `data` and returns the box, still owned by the caller until
+    /// [`into_raw`](Self::into_raw) hands it to the core.
+    pub(crate) fn fill(self, data: T::Dm) -> KBox<Dm<T>> {
+        const { assert!(core::mem::offset_of!(Dm<T>, ib) == 0) };
+        KBox::write(self.0, Dm { ib: Opaque::zeroed(), data })
+    }
+
+    /// The pointer the core expects.
+    pub(crate) fn into_raw(dm: KBox<Dm<T>>) -> *mut bindings::ib_dm {
+        KBox::into_raw(dm).cast()
+    }
+}
+
+/// The `dm_size` module parameter (declared in the C helper file): the
+/// device memory a new device gets, in bytes. Writable at runtime, so
+/// callers validate what they read.
+pub fn dm_size_param() -> u64 {
+    // SAFETY: Reads an `unsigned long` parameter with `READ_ONCE`.
+    unsafe { bindings::rrxe_dm_size() as u64 }
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device memory: kernel pages a process maps and registers as zero-based
+//! MRs. Each device has `dm_size` bytes of it (module parameter, read when
+//! the device is created), charged in whole pages.
+//!
+//! After `dealloc_dm`, the process's existing mapping keeps its pages (the
+//! core frees them when the mapping goes) but they belong to nothing: no MR
+//! can name them and the offset can no longer be mapped.
+
+use crate::ib::{
+    dm::{Dm, DmMrRequest, DmRequest},
+    mmap::UserMmapEntry,
+    object::{Pd, Ucontext},
+};
+use crate::logic::{access, bounds::Range, dm as rules};
+use crate::rrxe::{
+    device::{Rrxe, RrxeDev},
+    mr::{self, MrMem, RrxeMr},
+};
+use core::sync::atomic::Ordering;
+use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
+
+/// The memory of one DM allocation.
+///
+/// # Invariants
+///
+/// `charged` bytes are counted in `(*dev).dm_used` while this exists; the
+/// mmap entry's buffer is at least `len` bytes.
+pub struct DmMem {
+    entry: UserMmapEntry,
+    len: u64,
+    charged: u64,
+    dev: *const RrxeDev,
+}
+
+// SAFETY: `dev` points to device data that outlives every DM and every MR
+// (the core destroys all objects before the device) and is only used for
+// an atomic; the entry is `Send + Sync`.
+unsafe impl Send for DmMem {}
+// SAFETY: See above.
+unsafe impl Sync for DmMem {}
+
+impl DmMem {
+    /// The allocation's length as requested.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The kernel address of byte `off`, for `n` bytes within the memory.
+    /// Userspace may write the memory at any time, so the bytes are only
+    /// ever copied, never referenced.
+    pub fn ptr(&self, off: u64, n: usize) -> Result<*mut u8> {
+        let end = off.checked_add(n as u64).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        // CAST: `off < len <= buffer length`, which fits in `usize`.
+        // SAFETY: In bounds of the buffer (the type invariant).
+        Ok(unsafe { self.entry.as_ptr().add(off as usize) })
+    }
+}
+
+impl Drop for DmMem {
+    fn drop(&mut self) {
+        // SAFETY: The device data outlives its DMs (see the `Send` impl).
+        unsafe { (*self.dev).dm_used().fetch_sub(self.charged, Ordering::Relaxed) };
+    }
+}
+
+/// A device memory allocation as the core holds it.
+pub struct RrxeDm {
+    /// Shared with the MRs registered on it.
+    pub mem: Arc<DmMem>,
+}
+
+/// `alloc_dm`: reserves `req.length` bytes (rounded up to pages) of the
+/// device's memory and makes them mappable by the calling process. Returns
+/// the mmap offset.
+pub fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
+    let dev = uc.device().data();
+    let max = dev.max_dm_size();
+    let charged = rules::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(|e| match e {
+        rules::DmError::Off => EOPNOTSUPP,
+        rules::DmError::Invalid => EINVAL,
+    })?;
+    dev.dm_used()
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| rules::reserve(used, charged, max))
+        .map_err(|_| ENOMEM)?;
+    // CAST: `charged <= max <= MAX_DM_SIZE`, which fits in `usize`.
+    let entry = match UserMmapEntry::new(uc, charged as usize) {
+        Ok(e) => e,
+        Err(e) => {
+            dev.dm_used().fetch_sub(charged, Ordering::Relaxed);
+            return Err(e);
+        }
+    };
+    let offset = entry.offset();
+    // INVARIANT: `charged` was reserved above; the buffer holds `charged`
+    // bytes, at least `length`.
+    let mem = DmMem { entry, len: req.length, charged, dev };
+    Ok((RrxeDm { mem: Arc::new(mem, GFP_KERNEL)? }, offset))
+}
+
+/// `reg_dm_mr`: a zero-based MR over `[offset, offset + length)` of `dm`.
+/// A zero length is allowed (the core allows it; the region then answers
+/// to no address).
+pub fn reg_dm_mr(pd: &Pd<Rrxe>, dm: &Dm<Rrxe>, req: DmMrRequest) -> Result<(Arc<RrxeMr>, u32)> {
+    access::check_mr_access(req.access).map_err(mr::access_err)?;
+    if req.access & access::ZERO_BASED == 0 {
+        return Err(EINVAL);
+    }
+    let mem = &dm.data().mem;
+    // The core checked this; the copies below rely on it, so check again.
+    let end = req.offset.checked_add(req.length).ok_or(EINVAL)?;
+    if end > mem.len() {
+        return Err(EINVAL);
+    }
+    let range = Range::new(0, req.length).ok_or(EINVAL)?;
+    let backing = MrMem::Dm { mem: mem.clone(), offset: req.offset };
+    mr::insert_mr(pd, req.access, range, Arc::new(backing, GFP_KERNEL)?)
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Device memory through the uverbs DM methods (stock librxe has none):
+# off by default, the dm_size parameter, alloc with alignment, mmap and a
+# byte pattern, zero-based DM MRs, oversized and wrapping registrations,
+# exhaustion, free, and process exit without freeing.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+param=/sys/module/rrxe/parameters/dm_size
+size=65536
+
+ktap_print_header
+ktap_set_plan 9
+
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_dummy rrxtd0 && mk_dummy rrxtd1 || ktap_exit_fail_msg "setup failed"
+bin=$(mktemp -d)/rrxe_dm_test
+cc -Wall -O2 -o "$bin" "$dir/rrxe_dm_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_dm_test"
+
+off() {
+	[ "$(cat $param)" = 0 ] || { echo "dm_size is $(cat $param) by default"; return 1; }
+	link_add rrxed0 rrxtd0 || return 1
+	"$bin" rrxed0 off; local r=$?
+	link_del rrxed0; return $r
+}
+check "dm_size is 0 by default: max_dm_size 0, DM_ALLOC fails EOPNOTSUPP" off
+
+bad_size() {
+	local v
+	for v in 4097 $((2 << 30)); do
+		echo "$v" >$param
+		if link_add rrxed0 rrxtd0 2>/dev/null; then
+			echo "rdma link add succeeded with dm_size $v"; link_del rrxed0; echo 0 >$param; return 1
+		fi
+	done
+	echo 0 >$param
+}
+check "rdma link add refuses a dm_size that is not whole pages or above 1 GiB" bad_size
+
+echo $size >$param && link_add rrxed0 rrxtd0 || ktap_exit_fail_msg "link add with dm_size $size failed"
+echo 0 >$param
+# The size is the device's from creation on: a later parameter change only
+# affects new devices.
+link_add rrxed1 rrxtd1 || ktap_exit_fail_msg "link add failed"
+check "a device created without dm_size has no DM while another has" "$bin" rrxed1 off
+check "alloc with alignment, mmap, pattern, zero-based DM MRs, oversized/wrapping MRs fail, free" \
+	"$bin" rrxed0 basic $size
+check "bad lengths and alignments fail EINVAL; exhaustion ENOMEM at dm_size; reuse after free" \
+	"$bin" rrxed0 limits $size
+
+leak() {
+	"$bin" rrxed0 leak $size | grep -q 'left a DM' || { echo "child did not allocate"; return 1; }
+	wait_for 10 bash -c "[ \$(rdma resource show mr dev rrxed0 2>/dev/null | grep -c mrn) = 0 ]" ||
+		{ echo "MRs left after the process exited"; return 1; }
+}
+check "process exit without freeing releases the DM MR" leak
+check "and the device memory: all of dm_size can be allocated again" "$bin" rrxed0 limits $size
+check "devices with device memory delete cleanly" \
+	bash -c "rdma link delete rrxed0 && rdma link delete rrxed1 && ! test -e /sys/class/infiniband/rrxed0"
+check "dm_size is back to 0" bash -c "[ \$(cat $param) = 0 ]"
+
+rm -rf "$(dirname "$bin")"
+cleanup_net
+ktap_finished
