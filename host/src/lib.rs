@@ -20,3 +20,5 @@ pub mod bounds;
 pub mod keys;
 #[path = "../../rust/logic/dm.rs"]
 pub mod dm;
+#[path = "../../rust/logic/mw.rs"]
+pub mod mw;

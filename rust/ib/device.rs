@@ -21,7 +21,7 @@ use super::{
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
     netdev::NetDev,
-    mr::{Mr, MrSlot, ReregFlags, UserMrRequest},
+    mr::{FastRegType, Mr, MrSlot, ReregFlags, UserMrRequest},
     object::{Mw, Pd, Ucontext},
     udata::Udata,
 };
@@ -98,6 +98,32 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// An MR covering all kernel memory, for kernel users.
     fn get_dma_mr(_pd: &Pd<Self>, _access: u32) -> Result<(Self::Mr, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A fast-registration MR of type `ty` for kernel users, able to hold
+    /// `max_num_sg` pages; returns its data and key. It starts unusable
+    /// until a registration work request makes it valid.
+    fn alloc_mr(_pd: &Pd<Self>, _ty: FastRegType, _max_num_sg: u32) -> Result<(Self::Mr, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ib_map_mr_sg` begins on `mr` (from `alloc_mr`): forget the pages of
+    /// any earlier mapping. Pages are `page_size` bytes.
+    fn map_mr_sg_start(_mr: &Mr<Self>, _page_size: u32) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The next page of the mapping, by DMA address (a kernel virtual
+    /// address: rrxe's devices have no DMA device). An error ends the
+    /// mapping there (the MR is full).
+    fn map_mr_sg_page(_mr: &Mr<Self>, _addr: u64) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The mapping ended with `n` scatterlist entries mapped; the core set
+    /// the MR's address range to `(iova, length)`.
+    fn map_mr_sg_done(_mr: &Mr<Self>, _n: u32, _iova: u64, _length: u64) {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -488,7 +514,11 @@ impl<T: Driver> Adapter<T> {
                 o.reg_dm_mr = Some(Self::reg_dm_mr);
             }
         }
-        if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR || T::HAS_REG_DM_MR {
+        if T::HAS_ALLOC_MR {
+            o.alloc_mr = Some(Self::alloc_mr);
+            o.map_mr_sg = Some(Self::map_mr_sg);
+        }
+        if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR || T::HAS_REG_DM_MR || T::HAS_ALLOC_MR {
             o.dereg_mr = Some(Self::dereg_mr);
         }
         if T::HAS_ALLOC_MW {
@@ -718,6 +748,54 @@ impl<T: Driver> Adapter<T> {
             let (data, key) = T::get_dma_mr(pd, access as u32)?;
             Ok(slot.fill(data, key, 0, u64::MAX))
         })())
+    }
+
+    unsafe extern "C" fn alloc_mr(pd: *mut bindings::ib_pd, ty: bindings::ib_mr_type, max_num_sg: u32) -> *mut bindings::ib_mr {
+        Self::mr_result((|| {
+            let ty = match ty {
+                bindings::ib_mr_type_IB_MR_TYPE_MEM_REG => FastRegType::MemReg,
+                bindings::ib_mr_type_IB_MR_TYPE_SG_GAPS => FastRegType::SgGaps,
+                _ => return Err(EINVAL),
+            };
+            // SAFETY: The core passes a live PD of this device.
+            let pd = unsafe { Pd::<T>::from_raw(pd) };
+            let slot = MrSlot::<T>::new()?;
+            let (data, key) = T::alloc_mr(pd, ty, max_num_sg)?;
+            Ok(slot.fill(data, key, 0, 0))
+        })())
+    }
+
+    unsafe extern "C" fn map_mr_sg(
+        ibmr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        nents: c_int,
+        sg_offset: *mut c_uint,
+    ) -> c_int {
+        // SAFETY: The core passes an MR of this device from `alloc_mr` (only
+        // those reach `map_mr_sg`), which lives for the call.
+        let mr = unsafe { Mr::<T>::from_raw(ibmr) };
+        // SAFETY: As above; `page_size` was set by `ib_map_mr_sg`.
+        let page_size = unsafe { (*ibmr).page_size };
+        if let Err(e) = T::map_mr_sg_start(mr, page_size) {
+            return e.to_errno();
+        }
+        // SAFETY: The scatterlist and offset come from the caller of
+        // `ib_map_mr_sg`; `set_page` is called back with this MR only.
+        let n = unsafe { bindings::ib_sg_to_pages(ibmr, sg, nents, sg_offset, Some(Self::set_page)) };
+        if n >= 0 {
+            // SAFETY: `ib_sg_to_pages` set the range; the MR is live.
+            let (iova, length) = unsafe { ((*ibmr).iova, (*ibmr).length) };
+            T::map_mr_sg_done(mr, n as u32, iova, length);
+        }
+        n
+    }
+
+    unsafe extern "C" fn set_page(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
+        from_result(|| {
+            // SAFETY: Called from `map_mr_sg` above with its MR.
+            T::map_mr_sg_page(unsafe { Mr::<T>::from_raw(ibmr) }, addr)?;
+            Ok(0)
+        })
     }
 
     unsafe extern "C" fn dereg_mr(mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {

@@ -118,3 +118,12 @@ impl ReregFlags {
         }
     }
 }
+
+/// Kinds of fast-registration MR (`ib_alloc_mr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FastRegType {
+    /// `IB_MR_TYPE_MEM_REG`: pages of one size, no gaps.
+    MemReg,
+    /// `IB_MR_TYPE_SG_GAPS`: arbitrary scatterlists.
+    SgGaps,
+}

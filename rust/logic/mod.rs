@@ -10,3 +10,4 @@ pub mod guid;
 pub mod keys;
 pub mod limits;
 pub mod mtu;
+pub mod mw;

@@ -5,7 +5,7 @@
 
 use crate::ib::{
     dm::{Dm, DmMrRequest, DmRequest},
-    mr::{Mr, ReregFlags, UserMrRequest},
+    mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
     object::{Pd, Ucontext},
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
@@ -164,6 +164,22 @@ impl Driver for Rrxe {
 
     fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
         mr::get_dma_mr(pd, access)
+    }
+
+    fn alloc_mr(pd: &Pd<Self>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<RrxeMr>, u32)> {
+        mr::alloc_mr(pd, ty, max_num_sg)
+    }
+
+    fn map_mr_sg_start(m: &Mr<Self>, page_size: u32) -> Result {
+        mr::map_mr_sg_start(m, page_size)
+    }
+
+    fn map_mr_sg_page(m: &Mr<Self>, addr: u64) -> Result {
+        mr::map_mr_sg_page(m, addr)
+    }
+
+    fn map_mr_sg_done(m: &Mr<Self>, _n: u32, iova: u64, length: u64) {
+        mr::map_mr_sg_done(m, iova, length)
     }
 
     fn dereg_mr(m: &Mr<Self>) -> Result {

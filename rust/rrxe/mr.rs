@@ -3,7 +3,7 @@
 //! Memory regions and windows: registration, keys and lookups.
 
 use crate::ib::{
-    mr::{Mr, ReregFlags, UserMrRequest},
+    mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
     object::Pd,
     udata::Udata,
     umem::{PageRef, Umem},
@@ -11,11 +11,17 @@ use crate::ib::{
 use crate::logic::{
     access::{self, AccessError, MwType},
     bounds::{Chunks, Range},
-    keys,
+    keys, limits,
+    mw::{self, Binding, MwState, UseError},
 };
 use crate::rrxe::{device::Rrxe, dm::DmMem};
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    new_spinlock,
+    page::PAGE_SHIFT,
+    prelude::*,
+    sync::{Arc, SpinLock},
+};
 
 /// What backs an MR.
 pub enum MrMem {
@@ -30,6 +36,8 @@ pub enum MrMem {
     },
     /// All of kernel memory (`get_dma_mr`), for kernel users.
     Dma,
+    /// A fast-registration MR's pages (`alloc_mr`, `ib_map_mr_sg`).
+    Fast(Pin<KBox<SpinLock<FastPages>>>),
     /// Device memory, from `offset` on (`reg_dm_mr`).
     Dm {
         /// Keeps the device memory.
@@ -37,6 +45,26 @@ pub enum MrMem {
         /// Where the region starts in it.
         offset: u64,
     },
+}
+
+/// The pages a kernel user mapped into a fast-registration MR.
+///
+/// # Invariants
+///
+/// `pages.len() <= max` and `pages` never reallocates (its capacity is
+/// `max` from creation); `1 << page_shift` is the mapping's page size.
+pub struct FastPages {
+    /// Page addresses: kernel virtual addresses, since rrxe's devices have
+    /// no DMA device and the core maps scatterlists to virtual addresses.
+    pub pages: KVec<u64>,
+    /// Capacity, from `alloc_mr`'s `max_num_sg`.
+    pub max: u32,
+    /// log2 of the page size of the current mapping.
+    pub page_shift: u32,
+    /// The current mapping's first address and length.
+    pub iova: u64,
+    /// See `iova`.
+    pub length: u64,
 }
 
 /// A memory region.
@@ -59,6 +87,7 @@ pub struct RrxeMr {
 }
 
 /// A memory window.
+#[pin_data]
 pub struct RrxeMw {
     /// Index in the device's MW table.
     pub index: u32,
@@ -68,6 +97,22 @@ pub struct RrxeMw {
     pub ty: MwType,
     /// The PD it belongs to, as an identity.
     pub pd: usize,
+    /// State and binding, changed by binds and invalidations.
+    #[pin]
+    pub bind: SpinLock<MwBind>,
+}
+
+/// A window's state and what it is bound to.
+///
+/// # Invariants
+///
+/// While `binding` is `Some((mr, _))`, this window is counted in
+/// `mr.bound_mws`.
+pub struct MwBind {
+    /// Free, valid or invalid (see `logic::mw`).
+    pub state: MwState,
+    /// The MR and the range the window grants, once bound.
+    pub binding: Option<(Arc<RrxeMr>, Binding)>,
 }
 
 pub(crate) fn access_err(e: AccessError) -> Error {
@@ -127,6 +172,66 @@ pub(crate) fn insert_mr(pd: &Pd<Rrxe>, access: u32, range: Range, mem: Arc<MrMem
     })?;
     let key = mr.key;
     Ok((mr, key))
+}
+
+/// `alloc_mr`: a fast-registration MR (`IB_MR_TYPE_MEM_REG` only, as rxe)
+/// for up to `max_num_sg` pages, at most `max_fast_reg_page_list_len`.
+/// It answers to no key until a registration work request makes it valid.
+pub fn alloc_mr(pd: &Pd<Rrxe>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<RrxeMr>, u32)> {
+    if ty != FastRegType::MemReg || max_num_sg == 0 || max_num_sg > limits::MAX_FAST_REG_PAGE_LIST_LEN {
+        return Err(EINVAL);
+    }
+    let mut pages = KVec::with_capacity(max_num_sg as usize, GFP_KERNEL)?;
+    pages.clear();
+    // INVARIANT: Empty, with capacity `max`.
+    let fast = KBox::pin_init(
+        new_spinlock!(FastPages { pages, max: max_num_sg, page_shift: PAGE_SHIFT as u32, iova: 0, length: 0 }),
+        GFP_KERNEL,
+    )?;
+    let range = Range::new(0, 0).ok_or(EINVAL)?;
+    insert_mr(pd, 0, range, Arc::new(MrMem::Fast(fast), GFP_KERNEL)?)
+}
+
+fn fast_pages(mr: &Mr<Rrxe>) -> Result<&Pin<KBox<SpinLock<FastPages>>>> {
+    match &*mr.data().mem {
+        MrMem::Fast(f) => Ok(f),
+        _ => Err(EINVAL),
+    }
+}
+
+/// `ib_map_mr_sg` starts: a new page list of `page_size` pages.
+pub fn map_mr_sg_start(mr: &Mr<Rrxe>, page_size: u32) -> Result {
+    let f = fast_pages(mr)?;
+    if !page_size.is_power_of_two() || u64::from(page_size) & limits::PAGE_SIZE_CAP == 0 {
+        return Err(EINVAL);
+    }
+    let mut g = f.lock();
+    g.pages.clear();
+    g.page_shift = page_size.trailing_zeros();
+    g.iova = 0;
+    g.length = 0;
+    Ok(())
+}
+
+/// One more page; `ENOMEM` once the MR is full, which ends the mapping.
+pub fn map_mr_sg_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
+    let f = fast_pages(mr)?;
+    let mut g = f.lock();
+    if g.pages.len() >= g.max as usize {
+        return Err(ENOMEM);
+    }
+    // Within the capacity reserved at creation: no allocation happens.
+    g.pages.push(addr, GFP_ATOMIC)?;
+    Ok(())
+}
+
+/// The mapping is complete; the core computed its range.
+pub fn map_mr_sg_done(mr: &Mr<Rrxe>, iova: u64, length: u64) {
+    if let Ok(f) = fast_pages(mr) {
+        let mut g = f.lock();
+        g.iova = iova;
+        g.length = length;
+    }
 }
 
 /// `dereg_mr`: refused while windows are bound (as rxe does), else removed
@@ -201,7 +306,18 @@ pub fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(Mw
     let pd_id = pd as *const _ as usize;
     let (_, mw) = dev.mw_pool().insert(|index| {
         let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
-        Ok(Arc::new(RrxeMw { index, rkey: AtomicU32::new(rkey), ty, pd: pd_id }, GFP_KERNEL)?)
+        let state = mw::initial_state(ty);
+        Arc::pin_init(
+            try_pin_init!(RrxeMw {
+                index,
+                rkey: AtomicU32::new(rkey),
+                ty,
+                pd: pd_id,
+                // INVARIANT: Unbound.
+                bind <- new_spinlock!(MwBind { state, binding: None }),
+            }? Error),
+            GFP_KERNEL,
+        )
     })?;
     let rkey = mw.rkey.load(Ordering::Relaxed);
     Ok((MwHandle { mw, dev }, rkey))
@@ -223,6 +339,15 @@ unsafe impl Sync for MwHandle {}
 
 impl Drop for MwHandle {
     fn drop(&mut self) {
+        let old = {
+            let mut b = self.mw.bind.lock();
+            b.state = MwState::Invalid;
+            b.binding.take()
+        };
+        if let Some((mr, _)) = old {
+            // INVARIANT: Unbound, so no longer counted.
+            mr.bound_mws.fetch_sub(1, Ordering::Release);
+        }
         // SAFETY: See the `Send` impl.
         unsafe { (*self.dev).mw_pool().remove(self.mw.index) };
     }
@@ -256,9 +381,10 @@ impl RrxeMr {
                 unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
                 Ok(())
             }
-            // Kernel DMA MRs address kernel memory directly; their copies
-            // belong to the kernel-QP data path, which is not built yet.
-            MrMem::Dma => Err(EOPNOTSUPP),
+            // Kernel DMA and fast-registration MRs address kernel memory
+            // directly; their copies belong to the kernel-QP data path,
+            // which is not built yet.
+            MrMem::Dma | MrMem::Fast(_) => Err(EOPNOTSUPP),
         }
     }
 
@@ -281,15 +407,15 @@ impl RrxeMr {
                 unsafe { core::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), len) };
                 Ok(())
             }
-            MrMem::Dma => Err(EOPNOTSUPP),
+            MrMem::Dma | MrMem::Fast(_) => Err(EOPNOTSUPP),
         }
     }
 }
 
-/// Finds the MR a key names for an access of `len` bytes at `iova` from
-/// `pd`, checking the full key (index and variant), the PD, the access
-/// rights and the bounds. Keys in the MW range are refused until windows
-/// can be bound.
+/// Finds the MR an lkey or MR rkey names for an access of `len` bytes at
+/// `iova` from `pd`, checking the full key (index and variant), the PD, the
+/// access rights and the bounds. Keys in the MW range are refused: use
+/// [`lookup_key`] for rkeys.
 #[allow(dead_code)]
 pub fn lookup_mr(
     dev: &crate::rrxe::device::RrxeDev,
@@ -307,9 +433,54 @@ pub fn lookup_mr(
     if mr.key != key || mr.pd != pd {
         return Err(EINVAL);
     }
+    // A fast-registration MR is valid only after a registration work
+    // request, which the transport does not carry yet.
+    if matches!(&*mr.mem, MrMem::Fast(_)) {
+        return Err(EINVAL);
+    }
     if mr.access & need != need {
         return Err(EACCES);
     }
     mr.range.offset_of(iova, len).ok_or(EFAULT)?;
     Ok(mr)
+}
+
+/// Resolves an rkey, which may name an MR or a memory window, for an access
+/// of `len` bytes at `iova` by QP `qpn` in `pd`. Returns the MR that holds
+/// the memory and the address in its space (windows may be zero-based).
+/// Errors: `EINVAL` for a key that names nothing usable by this requester,
+/// `EACCES` for missing rights, `EFAULT` for addresses outside.
+#[allow(dead_code)]
+pub fn lookup_key(
+    dev: &crate::rrxe::device::RrxeDev,
+    key: u32,
+    pd: usize,
+    qpn: u32,
+    need: NeedAccess,
+    iova: u64,
+    len: u64,
+) -> Result<(Arc<RrxeMr>, u64)> {
+    match keys::key_kind(key) {
+        Some(keys::KeyKind::Mr) => return Ok((lookup_mr(dev, key, pd, need, iova, len)?, iova)),
+        Some(keys::KeyKind::Mw) => {}
+        None => return Err(EINVAL),
+    }
+    let w = dev.mw_pool().get(keys::key_index(key)).ok_or(EINVAL)?;
+    if w.rkey.load(Ordering::Acquire) != key {
+        return Err(EINVAL);
+    }
+    let (mr, mr_iova) = {
+        let b = w.bind.lock();
+        let bound = b.binding.as_ref();
+        let mr_iova = mw::check_use(w.ty, b.state, bound.map(|x| &x.1), w.pd == pd, qpn, need, iova, len)
+            .map_err(|e| match e {
+                UseError::BadKey => EINVAL,
+                UseError::Access => EACCES,
+                UseError::Bounds => EFAULT,
+            })?;
+        (bound.ok_or(EINVAL)?.0.clone(), mr_iova)
+    };
+    // A bind checked the window against the MR; check again, cheaply.
+    mr.range.offset_of(mr_iova, len).ok_or(EFAULT)?;
+    Ok((mr, mr_iova))
 }
