@@ -484,3 +484,38 @@ pub fn lookup_key(
     mr.range.offset_of(mr_iova, len).ok_or(EFAULT)?;
     Ok((mr, mr_iova))
 }
+
+/// Which way [`copy_by_key`] copies.
+#[allow(dead_code)]
+pub enum Copy<'a> {
+    /// From the buffer into the memory (needs `LOCAL_WRITE`, or the remote
+    /// right the caller asks for).
+    Into(&'a [u8]),
+    /// From the memory into the buffer.
+    From(&'a mut [u8]),
+}
+
+/// Copies between a kernel buffer and the memory `key` names at `iova`
+/// (the buffer's length), after resolving the key (an MR, or for rkeys a
+/// memory window) with the PD, QP, access and bounds checks of
+/// [`lookup_key`]. `need` is the access the requester must have.
+#[allow(dead_code)]
+pub fn copy_by_key(
+    dev: &crate::rrxe::device::RrxeDev,
+    key: u32,
+    pd: usize,
+    qpn: u32,
+    need: NeedAccess,
+    iova: u64,
+    dir: Copy<'_>,
+) -> Result {
+    let len = match &dir {
+        Copy::Into(b) => b.len(),
+        Copy::From(b) => b.len(),
+    } as u64;
+    let (mr, at) = lookup_key(dev, key, pd, qpn, need, iova, len)?;
+    match dir {
+        Copy::Into(b) => mr.write(at, b),
+        Copy::From(b) => mr.read(at, b),
+    }
+}
