@@ -22,3 +22,7 @@ pub mod keys;
 pub mod dm;
 #[path = "../../rust/logic/mw.rs"]
 pub mod mw;
+#[path = "../../rust/logic/ring.rs"]
+pub mod ring;
+#[path = "../../rust/logic/cqe.rs"]
+pub mod cqe;

@@ -18,11 +18,12 @@
 use super::{
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     bindings,
+    cq::{CqAttr, NotifyFlags, WcOut},
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
     netdev::NetDev,
     mr::{FastRegType, Mr, MrSlot, ReregFlags, UserMrRequest},
-    object::{Mw, Pd, Ucontext},
+    object::{Cq, Mw, Pd, Ucontext},
     udata::Udata,
 };
 use core::{marker::PhantomData, ptr::NonNull};
@@ -49,6 +50,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Mw: Send + Sync;
     /// Device memory state.
     type Dm: Send + Sync;
+    /// Completion queue state.
+    type Cq: Send + Sync;
 
     /// `enum rdma_driver_id` the device reports (selects the user provider).
     const DRIVER_ID: u32;
@@ -124,6 +127,38 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// The mapping ended with `n` scatterlist entries mapped; the core set
     /// the MR's address range to `(iova, length)`.
     fn map_mr_sg_done(_mr: &Mr<Self>, _n: u32, _iova: u64, _length: u64) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A new CQ: for a user context (with the command's udata) or, with
+    /// `user` `None`, for a kernel consumer. Returns the data and the
+    /// capacity made (at least `attr.cqe`).
+    fn create_cq(
+        _dev: &Device<Self>,
+        _attr: CqAttr,
+        _user: Option<(&Ucontext<Self>, Option<&Udata>)>,
+    ) -> Result<(Self::Cq, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Resizes a user CQ to at least `cqe` entries; returns the capacity.
+    fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _udata: Option<&Udata>) -> Result<u32> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms a CQ; returns whether completions are waiting, when asked to
+    /// report missed events.
+    fn req_notify_cq(_cq: &Cq<Self>, _flags: NotifyFlags) -> Result<bool> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Moves completions of a kernel CQ into `out`, oldest first.
+    fn poll_cq(_cq: &Cq<Self>, _out: &mut WcOut<'_>) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// How many completions a kernel CQ holds, up to `n`.
+    fn peek_cq(_cq: &Cq<Self>, _n: u32) -> u32 {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -514,6 +549,23 @@ impl<T: Driver> Adapter<T> {
                 o.reg_dm_mr = Some(Self::reg_dm_mr);
             }
         }
+        if T::HAS_CREATE_CQ {
+            o.create_cq = Some(Self::create_cq);
+            o.destroy_cq = Some(Self::destroy_cq);
+            o.size_ib_cq = core::mem::size_of::<Cq<T>>();
+        }
+        if T::HAS_RESIZE_CQ {
+            o.resize_user_cq = Some(Self::resize_cq);
+        }
+        if T::HAS_REQ_NOTIFY_CQ {
+            o.req_notify_cq = Some(Self::req_notify_cq);
+        }
+        if T::HAS_POLL_CQ {
+            o.poll_cq = Some(Self::poll_cq);
+        }
+        if T::HAS_PEEK_CQ {
+            o.peek_cq = Some(Self::peek_cq);
+        }
         if T::HAS_ALLOC_MR {
             o.alloc_mr = Some(Self::alloc_mr);
             o.map_mr_sg = Some(Self::map_mr_sg);
@@ -835,6 +887,83 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: `alloc_mw` succeeded for this object; called once.
         unsafe { Mw::<T>::drop_data(mw) };
         0
+    }
+
+    unsafe extern "C" fn create_cq(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a zeroed CQ of `size_ib_cq` bytes with
+            // `device` set, its attributes, and for user CQs the command's
+            // bundle (null for kernel CQs), all valid for the call.
+            let (dev, attr, user) = unsafe {
+                let a = CqAttr { cqe: (*attr).cqe, comp_vector: (*attr).comp_vector, flags: (*attr).flags };
+                let user = if attrs.is_null() {
+                    None
+                } else {
+                    {
+                        let b = &raw mut (*attrs).__bindgen_anon_1.__bindgen_anon_1;
+                        Some((Ucontext::<T>::from_raw((*b).context), Udata::from_raw(&raw mut (*b).driver_udata)))
+                    }
+                };
+                (Device::<T>::from_raw((*cq).device), a, user)
+            };
+            let (data, cqe) = T::create_cq(dev, attr, user)?;
+            // SAFETY: As above; the data part is uninitialised and ours.
+            unsafe {
+                Cq::<T>::init_data(cq, data);
+                (*cq).cqe = cqe as _;
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn destroy_cq(cq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> c_int {
+        // SAFETY: `create_cq` succeeded for this CQ; called once.
+        unsafe { Cq::<T>::drop_data(cq) };
+        0
+    }
+
+    unsafe extern "C" fn resize_cq(cq: *mut bindings::ib_cq, cqe: c_uint, udata: *mut bindings::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: A live CQ of this device and the command's udata.
+            let (c, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
+            let n = T::resize_cq(c, cqe, udata)?;
+            // SAFETY: As above; the core serialises resizes of a CQ.
+            unsafe { (*cq).cqe = n as _ };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn req_notify_cq(cq: *mut bindings::ib_cq, flags: bindings::ib_cq_notify_flags) -> c_int {
+        // SAFETY: A live CQ of this device.
+        let c = unsafe { Cq::<T>::from_raw(cq) };
+        match T::req_notify_cq(c, NotifyFlags::from_raw(flags as u32)) {
+            Ok(missed) => missed as c_int,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    unsafe extern "C" fn poll_cq(cq: *mut bindings::ib_cq, n: c_int, wc: *mut bindings::ib_wc) -> c_int {
+        if n <= 0 || wc.is_null() {
+            return 0;
+        }
+        // SAFETY: A live CQ of this device; `wc` has room for `n` entries
+        // (the caller's promise to `ib_poll_cq`).
+        let (c, wc) = unsafe { (Cq::<T>::from_raw(cq), core::slice::from_raw_parts_mut(wc, n as usize)) };
+        let mut out = WcOut::new(wc);
+        T::poll_cq(c, &mut out);
+        out.len() as c_int
+    }
+
+    unsafe extern "C" fn peek_cq(cq: *mut bindings::ib_cq, n: c_int) -> c_int {
+        if n <= 0 {
+            return 0;
+        }
+        // SAFETY: A live CQ of this device.
+        T::peek_cq(unsafe { Cq::<T>::from_raw(cq) }, n as u32) as c_int
     }
 
     unsafe extern "C" fn alloc_dm(

@@ -11,6 +11,7 @@
 mod bindings;
 
 pub mod attr;
+pub mod cq;
 pub mod device;
 pub mod dm;
 pub mod link;

@@ -82,6 +82,10 @@ core_object!(
     Pd, bindings::ib_pd, Pd
 );
 core_object!(
+    /// A completion queue.
+    Cq, bindings::ib_cq, Cq
+);
+core_object!(
     /// A memory window (allocated by the core).
     Mw, bindings::ib_mw, Mw
 );

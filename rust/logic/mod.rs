@@ -5,9 +5,11 @@
 
 pub mod access;
 pub mod bounds;
+pub mod cqe;
 pub mod dm;
 pub mod guid;
 pub mod keys;
 pub mod limits;
 pub mod mtu;
 pub mod mw;
+pub mod ring;

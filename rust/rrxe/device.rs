@@ -4,9 +4,10 @@
 //! and reactions to netdev events.
 
 use crate::ib::{
+    cq::{CqAttr, NotifyFlags, WcOut},
     dm::{Dm, DmMrRequest, DmRequest},
     mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
-    object::{Pd, Ucontext},
+    object::{Cq, Pd, Ucontext},
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
     link::LinkHandler,
@@ -15,6 +16,7 @@ use crate::ib::{
 };
 use crate::logic::{access::MwType, guid, limits as l, mtu};
 use crate::rrxe::{
+    cq::{self, RrxeCq},
     dm::{self, RrxeDm},
     mr::{self, MwHandle, RrxeMr, RrxeMw},
     pool::Pool,
@@ -43,6 +45,8 @@ pub struct RrxeDev {
     /// Device memory in use, in bytes (whole pages), at most
     /// `attrs.max_dm_size`.
     dm_used: AtomicU64,
+    /// Number of live CQs, bounded by `max_cq`.
+    cqs: AtomicU32,
 }
 
 impl RrxeDev {
@@ -54,6 +58,16 @@ impl RrxeDev {
     /// The MW table.
     pub fn mw_pool(&self) -> &Pool<RrxeMw> {
         &self.mws
+    }
+
+    /// The device attributes.
+    pub fn attrs(&self) -> &DeviceAttrs {
+        &self.attrs
+    }
+
+    /// Number of live CQs.
+    pub fn cq_count(&self) -> &AtomicU32 {
+        &self.cqs
     }
 
     /// Device memory in use, in bytes.
@@ -85,6 +99,7 @@ impl Driver for Rrxe {
     type Mr = Arc<RrxeMr>;
     type Mw = MwHandle;
     type Dm = RrxeDm;
+    type Cq = RrxeCq;
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = l::UVERBS_ABI_VERSION;
@@ -190,6 +205,30 @@ impl Driver for Rrxe {
         mr::alloc_mw(pd, ty, udata)
     }
 
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: CqAttr,
+        user: Option<(&Ucontext<Self>, Option<&Udata>)>,
+    ) -> Result<(RrxeCq, u32)> {
+        cq::create_cq(dev, attr, user)
+    }
+
+    fn resize_cq(c: &Cq<Self>, cqe: u32, udata: Option<&Udata>) -> Result<u32> {
+        cq::resize_cq(c, cqe, udata)
+    }
+
+    fn req_notify_cq(c: &Cq<Self>, flags: NotifyFlags) -> Result<bool> {
+        cq::req_notify_cq(c, flags)
+    }
+
+    fn poll_cq(c: &Cq<Self>, out: &mut WcOut<'_>) {
+        cq::poll_cq(c, out)
+    }
+
+    fn peek_cq(c: &Cq<Self>, n: u32) -> u32 {
+        cq::peek_cq(c, n)
+    }
+
     fn alloc_dm(uc: &Ucontext<Self>, req: DmRequest) -> Result<(RrxeDm, u64)> {
         dm::alloc_dm(uc, req)
     }
@@ -266,6 +305,7 @@ impl LinkHandler for Rrxe {
             pds: AtomicU32::new(0),
             link_downed: AtomicU64::new(0),
             dm_used: AtomicU64::new(0),
+            cqs: AtomicU32::new(0),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

@@ -2,8 +2,8 @@
 /*
  * rrxe_kverbs_test: kernel verbs against the RXE-driver device bound to
  * netdev=NAME, as a kernel ULP uses them: PDs (whose local_dma_lkey and
- * unsafe global rkey come from get_dma_mr), fast-registration MRs from
- * ib_alloc_mr, and ib_map_mr_sg over a scatterlist. Loading succeeds only
+ * unsafe global rkey come from get_dma_mr), kernel CQs, fast-registration
+ * MRs from ib_alloc_mr, and ib_map_mr_sg over a scatterlist. Loading succeeds only
  * if every check passes; each check logs one "rrxe_kverbs_test: ok" line,
  * a failure logs what went wrong and the load fails with -EINVAL.
  */
@@ -174,6 +174,61 @@ free:
 	return ret;
 }
 
+static void comp_handler(struct ib_cq *cq, void *ctx)
+{
+}
+
+static int check_cqs(struct ib_device *dev)
+{
+	static const struct { unsigned int cqe; int vec; } bad[] = {
+		/* cqe 0 is refused by the core itself, with a WARN. */
+		{ 32768, 0 }, { UINT_MAX, 0 }, { 16, -1 },
+	};
+	struct ib_cq_init_attr ca = {};
+	struct ib_wc wc[4];
+	struct ib_cq *cq;
+	int i, r, n;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		ca.cqe = bad[i].cqe;
+		ca.comp_vector = bad[i].vec < 0 ? dev->num_comp_vectors : bad[i].vec;
+		cq = ib_create_cq(dev, comp_handler, NULL, NULL, &ca);
+		if (!IS_ERR(cq)) {
+			ib_destroy_cq(cq);
+			CHECK(0, "ib_create_cq(cqe %u, vector %u) succeeded\n", ca.cqe, ca.comp_vector);
+		}
+		CHECK(PTR_ERR(cq) == -EINVAL, "ib_create_cq(cqe %u, vector %u): %ld, expected -EINVAL\n",
+		      ca.cqe, ca.comp_vector, PTR_ERR(cq));
+	}
+	ca.cqe = 100;
+	ca.comp_vector = dev->num_comp_vectors - 1;
+	cq = ib_create_cq(dev, comp_handler, NULL, NULL, &ca);
+	CHECK(!IS_ERR(cq), "ib_create_cq(100): %ld\n", PTR_ERR(cq));
+	n = cq->cqe;
+	r = n != 127 ? -1 : ib_poll_cq(cq, 4, wc);
+	if (!r)
+		r = ib_req_notify_cq(cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS);
+	if (!r)
+		r = ib_req_notify_cq(cq, IB_CQ_SOLICITED | IB_CQ_REPORT_MISSED_EVENTS);
+	ib_destroy_cq(cq);
+	CHECK(r == 0, "new kernel CQ: cqe %d, poll/notify gave %d\n", n, r);
+	for (i = 0; i < 200; i++) {
+		ca.cqe = 1 + i * 50;
+		ca.comp_vector = i % dev->num_comp_vectors;
+		cq = ib_create_cq(dev, comp_handler, NULL, NULL, &ca);
+		CHECK(!IS_ERR(cq), "ib_create_cq #%d: %ld\n", i, PTR_ERR(cq));
+		ib_destroy_cq(cq);
+	}
+	/* The helper kernel ULPs use, with direct polling. */
+	cq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
+	CHECK(!IS_ERR(cq), "ib_alloc_cq: %ld\n", PTR_ERR(cq));
+	r = ib_process_cq_direct(cq, 16);
+	ib_free_cq(cq);
+	CHECK(r == 0, "ib_process_cq_direct on an empty CQ: %d\n", r);
+	pr_info("rrxe_kverbs_test: ok kernel CQs: bad sizes and vectors -EINVAL, cqe 2^k - 1, empty poll, notify, 200 create/destroy, ib_alloc_cq\n");
+	return 0;
+}
+
 static int __init rrxe_kverbs_test_init(void)
 {
 	struct net_device *nd;
@@ -192,7 +247,7 @@ static int __init rrxe_kverbs_test_init(void)
 		pr_err("rrxe_kverbs_test: no RXE-driver device on %s\n", netdev);
 		return -ENODEV;
 	}
-	ret = check_pds(dev);
+	ret = check_pds(dev) ?: check_cqs(dev);
 	if (!ret) {
 		pd = ib_alloc_pd(dev, 0);
 		if (IS_ERR(pd)) {

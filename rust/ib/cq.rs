@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: core-allocated `ib_cq` objects with driver data.
+//!
+//! The core allocates the CQ (`size_ib_cq`), sets the device, handlers and
+//! context, and calls `create_cq`: with a uverbs bundle for user CQs, with
+//! none for kernel CQs. The driver reports the capacity it made, which the
+//! layer stores in `cq->cqe` (the core returns it to userspace).
+
+use super::{
+    bindings,
+    device::Driver,
+    object::Cq,
+};
+use crate::logic::cqe::Wc;
+
+/// What `create_cq` was asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct CqAttr {
+    /// Requested capacity.
+    pub cqe: u32,
+    /// Completion vector (the core checked it against the device's count).
+    pub comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_*`.
+    pub flags: u32,
+}
+
+/// `ib_req_notify_cq` flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotifyFlags {
+    /// Arm for the next completion (otherwise only the next solicited one),
+    /// if any arming bit was given.
+    pub arm: Option<NotifyArm>,
+    /// Report whether completions are already waiting.
+    pub report_missed: bool,
+}
+
+/// What a CQ is armed for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifyArm {
+    /// The next solicited (or error) completion.
+    Solicited,
+    /// The next completion.
+    Next,
+}
+
+impl NotifyFlags {
+    pub(crate) fn from_raw(f: u32) -> Self {
+        let arm = if f & bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP != 0 {
+            Some(NotifyArm::Next)
+        } else if f & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED != 0 {
+            Some(NotifyArm::Solicited)
+        } else {
+            None
+        };
+        Self { arm, report_missed: f & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0 }
+    }
+}
+
+/// The caller's array of `ib_wc` that a kernel poll fills.
+pub struct WcOut<'a> {
+    wc: &'a mut [bindings::ib_wc],
+    n: usize,
+}
+
+impl<'a> WcOut<'a> {
+    pub(crate) fn new(wc: &'a mut [bindings::ib_wc]) -> Self {
+        Self { wc, n: 0 }
+    }
+
+    /// Room left.
+    pub fn room(&self) -> usize {
+        self.wc.len() - self.n
+    }
+
+    /// Entries written.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Appends a completion; returns `false` (and writes nothing) when full.
+    pub fn push(&mut self, c: &Wc) -> bool {
+        let Some(w) = self.wc.get_mut(self.n) else {
+            return false;
+        };
+        // SAFETY: All-zero is a valid `ib_wc` (plain integers, a null QP).
+        *w = unsafe { core::mem::zeroed() };
+        // SAFETY: Writing a union member of plain integer type.
+        unsafe {
+            *w.__bindgen_anon_1.wr_id.as_mut() = c.wr_id;
+            *w.ex.invalidate_rkey.as_mut() = c.ex;
+        }
+        w.status = c.status;
+        w.opcode = c.opcode;
+        w.vendor_err = c.vendor_err;
+        w.byte_len = c.byte_len;
+        w.src_qp = c.src_qp;
+        w.slid = c.slid.into();
+        w.wc_flags = c.wc_flags as _;
+        w.pkey_index = c.pkey_index;
+        w.sl = c.sl;
+        w.dlid_path_bits = c.dlid_path_bits;
+        w.port_num = c.port_num.into();
+        self.n += 1;
+        true
+    }
+}
+
+impl<T: Driver> Cq<T> {
+    /// Calls the consumer's completion handler (an armed CQ got an entry).
+    pub fn notify(&self) {
+        let cq = self.as_raw();
+        // SAFETY: The core set the handler and context before `create_cq`
+        // and they stay while the CQ lives.
+        unsafe {
+            if let Some(h) = (*cq).comp_handler {
+                h(cq, (*cq).cq_context);
+            }
+        }
+    }
+
+    /// Raises `IB_EVENT_CQ_ERR` (the CQ overflowed).
+    pub fn raise_error(&self) {
+        let cq = self.as_raw();
+        // SAFETY: As in `notify`; the event is read during the call only.
+        unsafe {
+            if let Some(h) = (*cq).event_handler {
+                let mut ev: bindings::ib_event = core::mem::zeroed();
+                ev.device = (*cq).device;
+                *ev.element.cq.as_mut() = cq;
+                ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+                h(&mut ev, (*cq).cq_context);
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work completions: one driver-side form, written to user CQ slots in the
+//! 48-byte `struct ib_uverbs_wc` layout (native byte order) and converted
+//! to `struct ib_wc` for kernel consumers by the ib layer.
+
+/// `enum ib_wc_status` values rrxe produces.
+pub mod status {
+    /// Success.
+    pub const SUCCESS: u32 = 0;
+    /// Local length error.
+    pub const LOC_LEN_ERR: u32 = 1;
+    /// Local QP operation error.
+    pub const LOC_QP_OP_ERR: u32 = 2;
+    /// Local protection error.
+    pub const LOC_PROT_ERR: u32 = 4;
+    /// Flushed when the QP went to the error state.
+    pub const WR_FLUSH_ERR: u32 = 5;
+    /// Memory window bind error.
+    pub const MW_BIND_ERR: u32 = 6;
+    /// Remote invalid request.
+    pub const REM_INV_REQ_ERR: u32 = 9;
+    /// Remote access error.
+    pub const REM_ACCESS_ERR: u32 = 10;
+    /// Remote operation error.
+    pub const REM_OP_ERR: u32 = 11;
+    /// Transport retries exceeded.
+    pub const RETRY_EXC_ERR: u32 = 12;
+    /// RNR retries exceeded.
+    pub const RNR_RETRY_EXC_ERR: u32 = 13;
+    /// Fatal error.
+    pub const FATAL_ERR: u32 = 15;
+    /// General error.
+    pub const GENERAL_ERR: u32 = 21;
+}
+
+/// `wc_flags` bits.
+pub mod flags {
+    /// A GRH is in the receive buffer.
+    pub const GRH: u32 = 1 << 0;
+    /// `ex` holds immediate data.
+    pub const WITH_IMM: u32 = 1 << 1;
+    /// `ex` holds an invalidated rkey.
+    pub const WITH_INVALIDATE: u32 = 1 << 2;
+}
+
+/// Size of `struct ib_uverbs_wc`.
+pub const UVERBS_WC_SIZE: usize = 48;
+
+/// A work completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wc {
+    /// The work request's id.
+    pub wr_id: u64,
+    /// `enum ib_wc_status`.
+    pub status: u32,
+    /// `enum ib_wc_opcode`.
+    pub opcode: u32,
+    /// Vendor error (0).
+    pub vendor_err: u32,
+    /// Bytes transferred.
+    pub byte_len: u32,
+    /// Immediate data (network order, as received) or invalidated rkey.
+    pub ex: u32,
+    /// The local QP.
+    pub qp_num: u32,
+    /// The remote QP (UD).
+    pub src_qp: u32,
+    /// `wc_flags`.
+    pub wc_flags: u32,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Source LID (0 on RoCE).
+    pub slid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// DLID path bits.
+    pub dlid_path_bits: u8,
+    /// Port.
+    pub port_num: u8,
+}
+
+impl Wc {
+    /// The completion in the `ib_uverbs_wc` layout: wr_id @0, status @8,
+    /// opcode @12, vendor_err @16, byte_len @20, ex @24, qp_num @28,
+    /// src_qp @32, wc_flags @36, pkey_index @40, slid @42, sl @44,
+    /// dlid_path_bits @45, port_num @46, reserved @47.
+    pub fn to_uverbs(&self) -> [u8; UVERBS_WC_SIZE] {
+        let mut b = [0u8; UVERBS_WC_SIZE];
+        b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
+        let words = [
+            self.status,
+            self.opcode,
+            self.vendor_err,
+            self.byte_len,
+            self.ex,
+            self.qp_num,
+            self.src_qp,
+            self.wc_flags,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            b[8 + 4 * i..12 + 4 * i].copy_from_slice(&w.to_ne_bytes());
+        }
+        b[40..42].copy_from_slice(&self.pkey_index.to_ne_bytes());
+        b[42..44].copy_from_slice(&self.slid.to_ne_bytes());
+        b[44] = self.sl;
+        b[45] = self.dlid_path_bits;
+        b[46] = self.port_num;
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uverbs_layout() {
+        let wc = Wc {
+            wr_id: 0x0102_0304_0506_0708,
+            status: status::REM_ACCESS_ERR,
+            opcode: 0x80,
+            vendor_err: 0,
+            byte_len: 4096,
+            ex: 0xdead_beef,
+            qp_num: 17,
+            src_qp: 0x00ab_cdef,
+            wc_flags: flags::GRH | flags::WITH_IMM,
+            pkey_index: 0,
+            slid: 0,
+            sl: 3,
+            dlid_path_bits: 0,
+            port_num: 1,
+        };
+        let b = wc.to_uverbs();
+        let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
+        assert_eq!(u64::from_ne_bytes(b[0..8].try_into().unwrap()), wc.wr_id);
+        assert_eq!(u32_at(8), 10);
+        assert_eq!(u32_at(12), 0x80);
+        assert_eq!(u32_at(20), 4096);
+        assert_eq!(u32_at(24), 0xdead_beef);
+        assert_eq!(u32_at(28), 17);
+        assert_eq!(u32_at(32), 0x00ab_cdef);
+        assert_eq!(u32_at(36), 3);
+        assert_eq!((b[44], b[45], b[46], b[47]), (3, 0, 1, 0));
+    }
+}

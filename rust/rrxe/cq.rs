@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues.
+//!
+//! A user CQ is an rxe ring (`logic::ring`) in kernel memory the process
+//! maps: rrxe produces 128-byte slots holding `ib_uverbs_wc` entries and the
+//! process consumes them. The kernel keeps its own copy of the geometry and
+//! of the producer index, and only reads the consumer index (masked), so
+//! nothing userspace writes into the mapping can move the kernel out of
+//! bounds. A kernel CQ is a private ring of completions.
+
+use crate::ib::{
+    cq::{CqAttr, NotifyArm, NotifyFlags, WcOut},
+    device::Device,
+    mmap::UserMmapEntry,
+    object::{Cq, Ucontext},
+    udata::Udata,
+};
+use crate::logic::{
+    cqe::Wc,
+    ring::{self, Geometry},
+};
+use crate::rrxe::device::{Rrxe, RrxeDev};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{new_spinlock, prelude::*, sync::SpinLock, transmute::AsBytes};
+
+/// Largest ring buffer: rxe's `max_cqe` in 128-byte slots, plus the header.
+const MAX_RING_BYTES: usize = ring::HDR_SIZE + (1 << 22);
+
+/// `struct mminfo` of the rxe ABI: where and how much to mmap.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct MmapInfo {
+    /// The mmap offset.
+    pub offset: u64,
+    /// The mapping's length.
+    pub size: u32,
+    /// Zero.
+    pub pad: u32,
+}
+
+// SAFETY: Plain integers, no padding (8 + 4 + 4 bytes).
+unsafe impl AsBytes for MmapInfo {}
+
+/// A user ring: mapped memory with the rxe header, and the kernel's
+/// private geometry and producer index.
+///
+/// # Invariants
+///
+/// `entry`'s buffer holds at least `geo.buf_len()` bytes and is 8-byte
+/// aligned; `prod` is masked by `geo.index_mask`.
+pub struct UserRing {
+    entry: UserMmapEntry,
+    geo: Geometry,
+    prod: u32,
+}
+
+impl UserRing {
+    /// A zeroed ring for `entries` entries of `elem` bytes, mappable by `uc`.
+    pub fn new(uc: &Ucontext<Rrxe>, entries: u32, elem: u32) -> Result<Self> {
+        let geo = Geometry::new(entries, elem, MAX_RING_BYTES).ok_or(EINVAL)?;
+        let entry = UserMmapEntry::new(uc, geo.buf_len().ok_or(EINVAL)?)?;
+        // INVARIANT: The entry has at least `buf_len` bytes (page-rounded
+        // `vmalloc_user` memory, so page aligned); both indices are 0.
+        let r = Self { entry, geo, prod: 0 };
+        r.store_u32(ring::LOG2_ELEM_OFF, r.geo.log2_elem);
+        r.store_u32(ring::INDEX_MASK_OFF, r.geo.index_mask);
+        Ok(r)
+    }
+
+    fn index(&self, off: usize) -> &AtomicU32 {
+        // SAFETY: `off` is one of the header's aligned index offsets, inside
+        // the buffer (the invariant); the memory lives as long as `self`;
+        // userspace accesses the indices atomically too.
+        unsafe { AtomicU32::from_ptr(self.entry.as_ptr().add(off).cast()) }
+    }
+
+    fn store_u32(&self, off: usize, v: u32) {
+        self.index(off).store(v, Ordering::Release);
+    }
+
+    /// The consumer index userspace published, masked.
+    pub fn consumer(&self) -> u32 {
+        self.index(ring::CONSUMER_OFF).load(Ordering::Acquire) & self.geo.index_mask
+    }
+
+    /// The ring's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geo
+    }
+
+    /// Entries userspace has not consumed.
+    pub fn count(&self) -> u32 {
+        self.geo.count(self.prod, self.consumer())
+    }
+
+    /// Where userspace maps it.
+    pub fn mmap_info(&self) -> MmapInfo {
+        MmapInfo { offset: self.entry.offset(), size: self.entry.len() as u32, pad: 0 }
+    }
+
+    /// Copies `bytes` into the slot of index `i`.
+    fn write_slot(&self, i: u32, bytes: &[u8]) {
+        let n = bytes.len().min(self.geo.elem_size());
+        // SAFETY: The slot offset is within `buf_len` (masked index), `n`
+        // does not pass the slot, and the buffer is alive with `self`. The
+        // process may touch the memory concurrently; only bytes are copied.
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.entry.as_ptr().add(self.geo.slot_offset(i)), n)
+        };
+    }
+
+    /// Reads the slot of index `i` into `out`.
+    fn read_slot(&self, i: u32, out: &mut [u8]) {
+        let n = out.len().min(self.geo.elem_size());
+        // SAFETY: As in `write_slot`, in the other direction.
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.entry.as_ptr().add(self.geo.slot_offset(i)), out.as_mut_ptr(), n)
+        };
+    }
+
+    /// Appends an entry; `false` if the ring is full.
+    pub fn push(&mut self, bytes: &[u8]) -> bool {
+        if self.geo.is_full(self.prod, self.consumer()) {
+            return false;
+        }
+        self.write_slot(self.prod, bytes);
+        self.prod = self.geo.next(self.prod);
+        self.store_u32(ring::PRODUCER_OFF, self.prod);
+        true
+    }
+
+    /// A new ring of at least `entries` entries holding this one's
+    /// unconsumed entries, in order. `EINVAL` if they do not fit.
+    pub fn resized(&self, uc: &Ucontext<Rrxe>, entries: u32) -> Result<Self> {
+        let cons = self.consumer();
+        let n = self.geo.count(self.prod, cons);
+        if entries < n {
+            return Err(EINVAL);
+        }
+        let mut new = Self::new(uc, entries, self.geo.elem_size() as u32)?;
+        let mut buf = [0u8; ring::CQE_SIZE as usize];
+        let mut i = cons;
+        for _ in 0..n {
+            self.read_slot(i, &mut buf);
+            if !new.push(&buf) {
+                return Err(EINVAL);
+            }
+            i = self.geo.next(i);
+        }
+        Ok(new)
+    }
+}
+
+enum Ring {
+    User { ring: UserRing, uc: *const Ucontext<Rrxe> },
+    Kernel { slots: KVec<Wc>, geo: Geometry, prod: u32, cons: u32 },
+}
+
+struct Inner {
+    ring: Ring,
+    arm: Option<NotifyArm>,
+}
+
+/// A completion queue.
+pub struct RrxeCq {
+    inner: Pin<KBox<SpinLock<Inner>>>,
+    dev: *const RrxeDev,
+}
+
+// SAFETY: `dev` points to device data that outlives the CQ and is only
+// used for an atomic counter; `uc` in the ring points to the context that
+// owns the CQ, which outlives it (the core destroys a context's objects
+// first). Everything else is behind the lock.
+unsafe impl Send for RrxeCq {}
+// SAFETY: See above.
+unsafe impl Sync for RrxeCq {}
+
+impl Drop for RrxeCq {
+    fn drop(&mut self) {
+        // SAFETY: See the `Send` impl.
+        unsafe { (*self.dev).cq_count().fetch_sub(1, Ordering::Relaxed) };
+    }
+}
+
+/// `create_cq`: checks the request as rxe does (a capacity of 1 up to
+/// `max_cqe`, no flags, a valid completion vector) and makes the ring.
+pub fn create_cq(
+    dev: &Device<Rrxe>,
+    attr: CqAttr,
+    user: Option<(&Ucontext<Rrxe>, Option<&Udata>)>,
+) -> Result<(RrxeCq, u32)> {
+    let d = dev.data();
+    if attr.flags != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if attr.cqe == 0 || attr.cqe > d.attrs().max_cqe || attr.comp_vector >= crate::ib::num_possible_cpus() {
+        return Err(EINVAL);
+    }
+    if let Some((_, Some(u))) = user {
+        if u.outlen() < core::mem::size_of::<MmapInfo>() {
+            return Err(EINVAL);
+        }
+    }
+    d.cq_count()
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < d.attrs().max_cq).then_some(n + 1))
+        .map_err(|_| ENOMEM)?;
+    // From here the count is released by `RrxeCq`'s drop, or below.
+    let ring = match user {
+        Some((uc, udata)) => UserRing::new(uc, attr.cqe, ring::CQE_SIZE).and_then(|r| {
+            if let Some(u) = udata {
+                u.write_out(&r.mmap_info())?;
+            }
+            Ok(Ring::User { ring: r, uc })
+        }),
+        None => kernel_ring(attr.cqe),
+    };
+    let ring = match ring {
+        Ok(r) => r,
+        Err(e) => {
+            d.cq_count().fetch_sub(1, Ordering::Relaxed);
+            return Err(e);
+        }
+    };
+    let cqe = match &ring {
+        Ring::User { ring, .. } => ring.geometry().index_mask,
+        Ring::Kernel { geo, .. } => geo.index_mask,
+    };
+    let cq = RrxeCq { inner: KBox::pin_init(new_spinlock!(Inner { ring, arm: None }), GFP_KERNEL).map_err(|e| {
+        d.cq_count().fetch_sub(1, Ordering::Relaxed);
+        e
+    })?, dev: d };
+    Ok((cq, cqe))
+}
+
+fn kernel_ring(entries: u32) -> Result<Ring> {
+    let geo = Geometry::new(entries, ring::CQE_SIZE, MAX_RING_BYTES).ok_or(EINVAL)?;
+    let mut slots = KVec::with_capacity(geo.slots(), GFP_KERNEL)?;
+    for _ in 0..geo.slots() {
+        slots.push(Wc::default(), GFP_KERNEL)?;
+    }
+    Ok(Ring::Kernel { slots, geo, prod: 0, cons: 0 })
+}
+
+/// `resize_cq` (user CQs): a new ring with the unconsumed entries, whose
+/// mmap info goes back to userspace. `EINVAL` above `max_cqe` or below the
+/// entries waiting.
+pub fn resize_cq(cq: &Cq<Rrxe>, cqe: u32, udata: Option<&Udata>) -> Result<u32> {
+    let d = cq.device().data();
+    if cqe == 0 || cqe > d.attrs().max_cqe {
+        return Err(EINVAL);
+    }
+    if let Some(u) = udata {
+        if u.outlen() < core::mem::size_of::<MmapInfo>() {
+            return Err(EINVAL);
+        }
+    }
+    let mut g = cq.data().inner.lock();
+    let Ring::User { ring, uc } = &mut g.ring else {
+        return Err(EOPNOTSUPP);
+    };
+    // SAFETY: The owning context outlives the CQ (see the `Send` impl).
+    let new = ring.resized(unsafe { &**uc }, cqe)?;
+    if let Some(u) = udata {
+        u.write_out(&new.mmap_info())?;
+    }
+    let n = new.geometry().index_mask;
+    // The old mapping's pages stay with the process until it unmaps them.
+    *ring = new;
+    Ok(n)
+}
+
+/// `req_notify_cq`: arms for the next (or next solicited) completion; a
+/// next-completion arm is not weakened by a later solicited one.
+pub fn req_notify_cq(cq: &Cq<Rrxe>, flags: NotifyFlags) -> Result<bool> {
+    let mut g = cq.data().inner.lock();
+    match (g.arm, flags.arm) {
+        (_, Some(NotifyArm::Next)) => g.arm = Some(NotifyArm::Next),
+        (None, Some(NotifyArm::Solicited)) => g.arm = Some(NotifyArm::Solicited),
+        _ => {}
+    }
+    let waiting = match &g.ring {
+        Ring::User { ring, .. } => ring.count() != 0,
+        Ring::Kernel { geo, prod, cons, .. } => geo.count(*prod, *cons) != 0,
+    };
+    Ok(flags.report_missed && waiting)
+}
+
+/// `poll_cq` (kernel CQs).
+pub fn poll_cq(cq: &Cq<Rrxe>, out: &mut WcOut<'_>) {
+    let mut g = cq.data().inner.lock();
+    if let Ring::Kernel { slots, geo, prod, cons } = &mut g.ring {
+        while *cons != *prod && out.room() > 0 {
+            let Some(wc) = slots.get(*cons as usize) else { break };
+            out.push(wc);
+            *cons = geo.next(*cons);
+        }
+    }
+}
+
+/// `peek_cq` (kernel CQs).
+pub fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
+    let g = cq.data().inner.lock();
+    match &g.ring {
+        Ring::Kernel { geo, prod, cons, .. } => geo.count(*prod, *cons).min(n),
+        Ring::User { .. } => 0,
+    }
+}
+
+/// Adds a completion; the data path's entry point. An armed CQ calls its
+/// handler (solicited-only arms fire for solicited and error completions);
+/// a full CQ raises `IB_EVENT_CQ_ERR` and the completion is lost (`ENOSPC`).
+#[allow(dead_code)]
+pub fn post(cq: &Cq<Rrxe>, wc: &Wc, solicited: bool) -> Result {
+    let fire = {
+        let mut g = cq.data().inner.lock();
+        let ok = match &mut g.ring {
+            Ring::User { ring, .. } => ring.push(&wc.to_uverbs()),
+            Ring::Kernel { slots, geo, prod, cons } => {
+                if geo.is_full(*prod, *cons) {
+                    false
+                } else {
+                    if let Some(s) = slots.get_mut(*prod as usize) {
+                        *s = *wc;
+                    }
+                    *prod = geo.next(*prod);
+                    true
+                }
+            }
+        };
+        if !ok {
+            None
+        } else {
+            let err = wc.status != crate::logic::cqe::status::SUCCESS;
+            let fire = match g.arm {
+                Some(NotifyArm::Next) => true,
+                Some(NotifyArm::Solicited) => solicited || err,
+                None => false,
+            };
+            if fire {
+                g.arm = None;
+            }
+            Some(fire)
+        }
+    };
+    match fire {
+        None => {
+            cq.raise_error();
+            Err(ENOSPC)
+        }
+        Some(true) => {
+            cq.notify();
+            Ok(())
+        }
+        Some(false) => Ok(()),
+    }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Completion queues through stock libibverbs/librxe and the raw uverbs
+# commands: rxe's capacities and limits, completion vectors and channels,
+# resize, the shared ring's mmap info and header (and a process scribbling
+# over it), many CQs, and process exit without destroying them.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+
+ktap_print_header
+ktap_set_plan 6
+
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_dummy rrxtd0 && link_add rrxec0 rrxtd0 || ktap_exit_fail_msg "setup failed"
+bin=$(mktemp -d)/rrxe_cq_test
+cc -Wall -O2 -o "$bin" "$dir/rrxe_cq_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_cq_test"
+
+t() { "$bin" rrxec0 "$@"; }
+check "CQ capacities as rxe (2^k - 1), max_cqe, bad sizes and vectors EINVAL, resize, poll, notify" t api
+check "ring mmap info and 384-byte header; resize gives a new ring; a scribbled header is ignored" t ring
+check "2000 CQs at once" t many 2000
+
+cq_count() { rdma resource show cq dev rrxec0 2>/dev/null | grep -c 'cqn' || true; }
+leak_then_clean() {
+	t leak 1000 | grep -q 'created 1000' || { echo "child did not create its CQs"; return 1; }
+	wait_for 10 bash -c "[ \$(rdma resource show cq dev rrxec0 2>/dev/null | grep -c cqn) = 0 ]" ||
+		{ echo "$(cq_count) CQs left after the process exited"; return 1; }
+}
+check "process exit without destroy frees every CQ" leak_then_clean
+check "rdma resource shows no CQ left" bash -c "[ \$(rdma resource show cq dev rrxec0 | grep -c cqn) = 0 ]"
+check "the device deletes cleanly afterwards" \
+	bash -c "rdma link delete rrxec0 && ! test -e /sys/class/infiniband/rrxec0"
+
+rm -rf "$(dirname "$bin")"
+cleanup_net
+ktap_finished
