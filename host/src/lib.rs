@@ -26,3 +26,5 @@ pub mod mw;
 pub mod ring;
 #[path = "../../rust/logic/cqe.rs"]
 pub mod cqe;
+#[path = "../../rust/logic/qp.rs"]
+pub mod qp;

@@ -21,6 +21,7 @@ enum rrxe_uverbs_attrs {
 
 unsigned long rrxe_dm_size(void);
 void rrxe_ib_set_dm_uapi(struct ib_device *ibdev);
+struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata);
 int rrxe_uverbs_copy_to_u64(struct uverbs_attr_bundle *attrs, u16 id, u64 val);
 
 struct ib_device *rrxe_ib_alloc_device(size_t size, struct net *net);

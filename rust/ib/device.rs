@@ -19,16 +19,20 @@ use super::{
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     bindings,
     cq::{CqAttr, NotifyFlags, WcOut},
+    qp::{self, QpInit},
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
     netdev::NetDev,
     mr::{FastRegType, Mr, MrSlot, ReregFlags, UserMrRequest},
-    object::{Cq, Mw, Pd, Ucontext},
+    object::{Cq, Mw, Pd, Qp, Ucontext},
     udata::Udata,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, prelude::*, types::Opaque};
-use crate::logic::access::MwType;
+use crate::logic::{
+    access::MwType,
+    qp::{QpAttrs, QpCap, QpState},
+};
 use pin_init::PinInit;
 
 /// The operations a provider implements.
@@ -52,6 +56,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Dm: Send + Sync;
     /// Completion queue state.
     type Cq: Send + Sync;
+    /// Queue pair state.
+    type Qp: Send + Sync;
 
     /// `enum rdma_driver_id` the device reports (selects the user provider).
     const DRIVER_ID: u32;
@@ -160,6 +166,35 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// How many completions a kernel CQ holds, up to `n`.
     fn peek_cq(_cq: &Cq<Self>, _n: u32) -> u32 {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A new QP in `pd`. Returns its data, its number and the capacities
+    /// it has (at least those asked for), which go back to the caller.
+    fn create_qp(_pd: &Pd<Self>, _init: &QpInit, _udata: Option<&Udata>) -> Result<(Self::Qp, u32, QpCap)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes `mask` names to the values in `attrs`;
+    /// `cur` is the current state the caller claims (`IB_QP_CUR_STATE`).
+    fn modify_qp(
+        _qp: &Qp<Self>,
+        _attrs: &QpAttrs,
+        _cur: Option<QpState>,
+        _mask: u32,
+        _udata: Option<&Udata>,
+    ) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The QP's attributes, capacities and whether all sends signal.
+    fn query_qp(_qp: &Qp<Self>) -> Result<(QpAttrs, QpCap, bool)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Asked before a QP is destroyed; an error keeps it. Its data is
+    /// dropped after `Ok`.
+    fn destroy_qp(_qp: &Qp<Self>) -> Result {
+        Ok(())
     }
 
     /// Asked before an MR is deregistered; an error keeps the MR (rxe refuses
@@ -566,6 +601,13 @@ impl<T: Driver> Adapter<T> {
         if T::HAS_PEEK_CQ {
             o.peek_cq = Some(Self::peek_cq);
         }
+        if T::HAS_CREATE_QP {
+            o.create_qp = Some(Self::create_qp);
+            o.modify_qp = Some(Self::modify_qp);
+            o.query_qp = Some(Self::query_qp);
+            o.destroy_qp = Some(Self::destroy_qp);
+            o.size_ib_qp = core::mem::size_of::<Qp<T>>();
+        }
         if T::HAS_ALLOC_MR {
             o.alloc_mr = Some(Self::alloc_mr);
             o.map_mr_sg = Some(Self::map_mr_sg);
@@ -887,6 +929,88 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: `alloc_mw` succeeded for this object; called once.
         unsafe { Mw::<T>::drop_data(mw) };
         0
+    }
+
+    unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a zeroed QP of `size_ib_qp` bytes with
+            // `device`, `pd` and `qp_type` set, the request, and the
+            // command's udata (null for kernel QPs), valid for the call.
+            let (pd, req, udata) = unsafe { (Pd::<T>::from_raw((*qp).pd), QpInit::from_raw(init), Udata::from_raw(udata)) };
+            let (data, qpn, cap) = T::create_qp(pd, &req, udata)?;
+            // SAFETY: As above; the data part is uninitialised and ours, and
+            // the request's capacities are reported back to the caller.
+            unsafe {
+                Qp::<T>::init_data(qp, data);
+                (*qp).qp_num = qpn;
+                qp::cap_to_raw(&cap, &mut (*init).cap);
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live QP of this device, the attributes and the udata
+            // of the call.
+            let (q, a, udata) = unsafe { (Qp::<T>::from_raw(qp), &*attr, Udata::from_raw(udata)) };
+            let (attrs, cur, _cap) = qp::attrs_from_raw(a).ok_or(EINVAL)?;
+            T::modify_qp(q, &attrs, cur, mask as u32, udata)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live QP of this device.
+            let q = unsafe { Qp::<T>::from_raw(qp) };
+            let (attrs, cap, sig_all) = T::query_qp(q)?;
+            // SAFETY: The core passes output structures for the call; the
+            // QP's C fields are fixed after creation.
+            unsafe {
+                qp::attrs_to_raw(&attrs, &cap, &mut *attr);
+                let i = &mut *init;
+                i.qp_type = (*qp).qp_type;
+                i.send_cq = (*qp).send_cq;
+                i.recv_cq = (*qp).recv_cq;
+                i.srq = (*qp).srq;
+                i.event_handler = (*qp).event_handler;
+                i.qp_context = (*qp).qp_context;
+                i.port_num = (*qp).port;
+                i.sq_sig_type = if sig_all {
+                    bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+                } else {
+                    bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+                };
+                qp::cap_to_raw(&cap, &mut i.cap);
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn destroy_qp(qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: A live QP of this device, created by `create_qp`.
+            T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) })?;
+            // SAFETY: As above; the core frees the QP after success and
+            // the data is not used again.
+            unsafe { Qp::<T>::drop_data(qp) };
+            Ok(0)
+        })
     }
 
     unsafe extern "C" fn create_cq(

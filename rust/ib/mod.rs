@@ -19,6 +19,7 @@ pub mod mmap;
 pub mod mr;
 pub mod netdev;
 pub mod object;
+pub mod qp;
 pub mod udata;
 pub mod umem;
 

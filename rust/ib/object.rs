@@ -86,6 +86,10 @@ core_object!(
     Cq, bindings::ib_cq, Cq
 );
 core_object!(
+    /// A queue pair.
+    Qp, bindings::ib_qp, Qp
+);
+core_object!(
     /// A memory window (allocated by the core).
     Mw, bindings::ib_mw, Mw
 );

@@ -92,6 +92,14 @@ impl Udata {
             .write_slice(v.as_bytes())
     }
 
+    /// The user context the command runs in.
+    pub fn ucontext<T: super::device::Driver>(&self) -> &super::object::Ucontext<T> {
+        // SAFETY: A `Udata` is only formed from the driver udata of a uverbs
+        // command bundle (kernel callers pass none), whose context is a live
+        // context of this device for the call.
+        unsafe { super::object::Ucontext::from_raw(bindings::rrxe_udata_to_ucontext(self.as_raw())) }
+    }
+
     /// For commands that take no driver data: rejects non-zero input and
     /// zero-fills the output (`ib_no_udata_io`).
     pub fn no_io(this: Option<&Self>) -> Result {

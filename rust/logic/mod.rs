@@ -12,4 +12,5 @@ pub mod keys;
 pub mod limits;
 pub mod mtu;
 pub mod mw;
+pub mod qp;
 pub mod ring;

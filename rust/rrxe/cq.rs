@@ -56,9 +56,10 @@ pub struct UserRing {
 }
 
 impl UserRing {
-    /// A zeroed ring for `entries` entries of `elem` bytes, mappable by `uc`.
-    pub fn new(uc: &Ucontext<Rrxe>, entries: u32, elem: u32) -> Result<Self> {
-        let geo = Geometry::new(entries, elem, MAX_RING_BYTES).ok_or(EINVAL)?;
+    /// A zeroed ring for `entries` entries of `elem` bytes, mappable by
+    /// `uc`, of at most `max_bytes`.
+    pub fn new(uc: &Ucontext<Rrxe>, entries: u32, elem: u32, max_bytes: usize) -> Result<Self> {
+        let geo = Geometry::new(entries, elem, max_bytes).ok_or(ENOMEM)?;
         let entry = UserMmapEntry::new(uc, geo.buf_len().ok_or(EINVAL)?)?;
         // INVARIANT: The entry has at least `buf_len` bytes (page-rounded
         // `vmalloc_user` memory, so page aligned); both indices are 0.
@@ -138,7 +139,7 @@ impl UserRing {
         if entries < n {
             return Err(EINVAL);
         }
-        let mut new = Self::new(uc, entries, self.geo.elem_size() as u32)?;
+        let mut new = Self::new(uc, entries, self.geo.elem_size() as u32, MAX_RING_BYTES)?;
         let mut buf = [0u8; ring::CQE_SIZE as usize];
         let mut i = cons;
         for _ in 0..n {
@@ -207,7 +208,7 @@ pub fn create_cq(
         .map_err(|_| ENOMEM)?;
     // From here the count is released by `RrxeCq`'s drop, or below.
     let ring = match user {
-        Some((uc, udata)) => UserRing::new(uc, attr.cqe, ring::CQE_SIZE).and_then(|r| {
+        Some((uc, udata)) => UserRing::new(uc, attr.cqe, ring::CQE_SIZE, MAX_RING_BYTES).and_then(|r| {
             if let Some(u) = udata {
                 u.write_out(&r.mmap_info())?;
             }

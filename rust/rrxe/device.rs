@@ -7,16 +7,22 @@ use crate::ib::{
     cq::{CqAttr, NotifyFlags, WcOut},
     dm::{Dm, DmMrRequest, DmRequest},
     mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
-    object::{Cq, Pd, Ucontext},
+    object::{Cq, Pd, Qp, Ucontext},
+    qp::QpInit,
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
     link::LinkHandler,
     netdev::{Event, Handler, NetDev},
     udata::Udata,
 };
-use crate::logic::{access::MwType, guid, limits as l, mtu};
+use crate::logic::{
+    access::MwType,
+    guid, limits as l, mtu,
+    qp::{QpAttrs, QpCap, QpState},
+};
 use crate::rrxe::{
     cq::{self, RrxeCq},
+    qp::{self, QpShared, RrxeQp},
     dm::{self, RrxeDm},
     mr::{self, MwHandle, RrxeMr, RrxeMw},
     pool::Pool,
@@ -47,6 +53,9 @@ pub struct RrxeDev {
     dm_used: AtomicU64,
     /// Number of live CQs, bounded by `max_cq`.
     cqs: AtomicU32,
+    /// Queue pairs, by number.
+    #[pin]
+    qps: Pool<QpShared>,
 }
 
 impl RrxeDev {
@@ -63,6 +72,11 @@ impl RrxeDev {
     /// The device attributes.
     pub fn attrs(&self) -> &DeviceAttrs {
         &self.attrs
+    }
+
+    /// The QP table.
+    pub fn qp_pool(&self) -> &Pool<QpShared> {
+        &self.qps
     }
 
     /// Number of live CQs.
@@ -100,6 +114,7 @@ impl Driver for Rrxe {
     type Mw = MwHandle;
     type Dm = RrxeDm;
     type Cq = RrxeCq;
+    type Qp = RrxeQp;
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = l::UVERBS_ABI_VERSION;
@@ -229,6 +244,24 @@ impl Driver for Rrxe {
         cq::peek_cq(c, n)
     }
 
+    fn create_qp(pd: &Pd<Self>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
+        qp::create_qp(pd, init, udata)
+    }
+
+    fn modify_qp(
+        q: &Qp<Self>,
+        attrs: &QpAttrs,
+        cur: Option<QpState>,
+        mask: u32,
+        _udata: Option<&Udata>,
+    ) -> Result {
+        qp::modify_qp(q, attrs, cur, mask)
+    }
+
+    fn query_qp(q: &Qp<Self>) -> Result<(QpAttrs, QpCap, bool)> {
+        qp::query_qp(q)
+    }
+
     fn alloc_dm(uc: &Ucontext<Self>, req: DmRequest) -> Result<(RrxeDm, u64)> {
         dm::alloc_dm(uc, req)
     }
@@ -306,6 +339,7 @@ impl LinkHandler for Rrxe {
             link_downed: AtomicU64::new(0),
             dm_used: AtomicU64::new(0),
             cqs: AtomicU32::new(0),
+            qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

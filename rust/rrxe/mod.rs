@@ -8,3 +8,4 @@ pub mod dm;
 pub mod mr;
 pub mod params;
 pub mod pool;
+pub mod qp;

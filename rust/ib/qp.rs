@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: core-allocated `ib_qp` objects with driver data, and the
+//! conversion of the core's attribute structures to the pure `logic::qp`
+//! forms the driver works with.
+
+use super::{
+    bindings,
+    device::Driver,
+    object::{Cq, Qp},
+};
+use crate::logic::qp::{Av, QpAttrs, QpCap, QpState};
+
+/// `enum ib_qp_type`, the kinds rrxe knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpType {
+    /// QP0, subnet management (not on RoCE).
+    Smi,
+    /// QP1, general services (MADs).
+    Gsi,
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// Anything else (raw packet, XRC, driver types).
+    Other(u32),
+}
+
+impl QpType {
+    pub(crate) fn from_raw(t: bindings::ib_qp_type) -> Self {
+        match t {
+            bindings::ib_qp_type_IB_QPT_SMI => Self::Smi,
+            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
+            bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
+            bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
+            bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            t => Self::Other(t as u32),
+        }
+    }
+}
+
+/// What `create_qp` was asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct QpInit {
+    /// Transport.
+    pub ty: QpType,
+    /// Requested capacities.
+    pub cap: QpCap,
+    /// Every send work request completes (`IB_SIGNAL_ALL_WR`).
+    pub sig_all: bool,
+    /// `create_flags`.
+    pub create_flags: u32,
+    /// Port, for GSI/SMI QPs.
+    pub port_num: u32,
+    /// Receives come from an SRQ.
+    pub has_srq: bool,
+    /// Both CQs were given.
+    pub has_cqs: bool,
+}
+
+impl QpInit {
+    /// # Safety
+    ///
+    /// `a` must point to a valid `ib_qp_init_attr` for the call.
+    pub(crate) unsafe fn from_raw(a: *const bindings::ib_qp_init_attr) -> Self {
+        // SAFETY: The caller's promise.
+        let a = unsafe { &*a };
+        Self {
+            ty: QpType::from_raw(a.qp_type),
+            cap: cap_from_raw(&a.cap),
+            sig_all: a.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+            create_flags: a.create_flags,
+            port_num: a.port_num,
+            has_srq: !a.srq.is_null(),
+            has_cqs: !a.send_cq.is_null() && !a.recv_cq.is_null(),
+        }
+    }
+}
+
+fn cap_from_raw(c: &bindings::ib_qp_cap) -> QpCap {
+    QpCap {
+        max_send_wr: c.max_send_wr,
+        max_recv_wr: c.max_recv_wr,
+        max_send_sge: c.max_send_sge,
+        max_recv_sge: c.max_recv_sge,
+        max_inline_data: c.max_inline_data,
+    }
+}
+
+pub(crate) fn cap_to_raw(c: &QpCap, out: &mut bindings::ib_qp_cap) {
+    out.max_send_wr = c.max_send_wr;
+    out.max_recv_wr = c.max_recv_wr;
+    out.max_send_sge = c.max_send_sge;
+    out.max_recv_sge = c.max_recv_sge;
+    out.max_inline_data = c.max_inline_data;
+}
+
+fn av_from_raw(a: &bindings::rdma_ah_attr) -> Av {
+    // SAFETY: `raw` covers the whole GID union; `roce` is the member the
+    // core fills for RoCE address handles (and zero otherwise).
+    let (dgid, dmac) = unsafe { (*a.grh.dgid.raw.as_ref(), a.__bindgen_anon_1.roce.as_ref().dmac) };
+    Av {
+        dgid,
+        sgid_index: a.grh.sgid_index,
+        flow_label: a.grh.flow_label,
+        hop_limit: a.grh.hop_limit,
+        traffic_class: a.grh.traffic_class,
+        sl: a.sl,
+        static_rate: a.static_rate,
+        dmac,
+        port_num: a.port_num,
+    }
+}
+
+fn av_to_raw(v: &Av, out: &mut bindings::rdma_ah_attr) {
+    // SAFETY: All-zero is a valid `rdma_ah_attr` (a null GID attribute).
+    *out = unsafe { core::mem::zeroed() };
+    out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    out.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+    out.port_num = v.port_num;
+    out.sl = v.sl;
+    out.static_rate = v.static_rate;
+    out.grh.flow_label = v.flow_label;
+    out.grh.sgid_index = v.sgid_index;
+    out.grh.hop_limit = v.hop_limit;
+    out.grh.traffic_class = v.traffic_class;
+    // SAFETY: Writing plain-data union members.
+    unsafe {
+        *out.grh.dgid.raw.as_mut() = v.dgid;
+        out.__bindgen_anon_1.roce.as_mut().dmac = v.dmac;
+    }
+}
+
+/// Reads the attributes of a `modify_qp` call. Invalid state values map
+/// to `None`.
+pub(crate) fn attrs_from_raw(a: &bindings::ib_qp_attr) -> Option<(QpAttrs, Option<QpState>, QpCap)> {
+    Some((
+        QpAttrs {
+            state: QpState::from_raw(a.qp_state).unwrap_or_default(),
+            path_mtu: a.path_mtu,
+            path_mig_state: a.path_mig_state,
+            qkey: a.qkey,
+            rq_psn: a.rq_psn,
+            sq_psn: a.sq_psn,
+            dest_qp_num: a.dest_qp_num,
+            qp_access_flags: a.qp_access_flags as u32,
+            av: av_from_raw(&a.ah_attr),
+            alt_av: av_from_raw(&a.alt_ah_attr),
+            pkey_index: a.pkey_index,
+            alt_pkey_index: a.alt_pkey_index,
+            en_sqd_async_notify: a.en_sqd_async_notify,
+            sq_draining: a.sq_draining,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            min_rnr_timer: a.min_rnr_timer,
+            port_num: a.port_num,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            alt_port_num: a.alt_port_num,
+            alt_timeout: a.alt_timeout,
+        },
+        QpState::from_raw(a.cur_qp_state),
+        cap_from_raw(&a.cap),
+    ))
+    .filter(|_| QpState::from_raw(a.qp_state).is_some())
+}
+
+/// Writes a QP's attributes for `query_qp`.
+pub(crate) fn attrs_to_raw(v: &QpAttrs, cap: &QpCap, out: &mut bindings::ib_qp_attr) {
+    out.qp_state = v.state as u32;
+    out.cur_qp_state = v.state as u32;
+    out.path_mtu = v.path_mtu;
+    out.path_mig_state = v.path_mig_state;
+    out.qkey = v.qkey;
+    out.rq_psn = v.rq_psn;
+    out.sq_psn = v.sq_psn;
+    out.dest_qp_num = v.dest_qp_num;
+    out.qp_access_flags = v.qp_access_flags as _;
+    cap_to_raw(cap, &mut out.cap);
+    av_to_raw(&v.av, &mut out.ah_attr);
+    av_to_raw(&v.alt_av, &mut out.alt_ah_attr);
+    out.pkey_index = v.pkey_index;
+    out.alt_pkey_index = v.alt_pkey_index;
+    out.en_sqd_async_notify = v.en_sqd_async_notify;
+    out.sq_draining = v.sq_draining;
+    out.max_rd_atomic = v.max_rd_atomic;
+    out.max_dest_rd_atomic = v.max_dest_rd_atomic;
+    out.min_rnr_timer = v.min_rnr_timer;
+    out.port_num = v.port_num;
+    out.timeout = v.timeout;
+    out.retry_cnt = v.retry_cnt;
+    out.rnr_retry = v.rnr_retry;
+    out.alt_port_num = v.alt_port_num;
+    out.alt_timeout = v.alt_timeout;
+}
+
+/// Whether the IB spec allows moving a QP of type `ty` from `cur` to
+/// `next` with the attributes `mask` names (the core's table).
+pub fn transition_ok(cur: QpState, next: QpState, ty: QpType, mask: u32) -> bool {
+    let t = match ty {
+        QpType::Smi => bindings::ib_qp_type_IB_QPT_SMI,
+        QpType::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+        QpType::Rc => bindings::ib_qp_type_IB_QPT_RC,
+        QpType::Uc => bindings::ib_qp_type_IB_QPT_UC,
+        QpType::Ud => bindings::ib_qp_type_IB_QPT_UD,
+        QpType::Other(t) => t as bindings::ib_qp_type,
+    };
+    // SAFETY: A pure table lookup.
+    unsafe { bindings::ib_modify_qp_is_ok(cur as u32, next as u32, t, mask as bindings::ib_qp_attr_mask) }
+}
+
+impl<T: Driver> Qp<T> {
+    /// The QP's number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: Set at creation, then fixed.
+        unsafe { (*self.as_raw()).qp_num }
+    }
+
+    /// The send CQ (set by the core once the QP is created).
+    pub fn send_cq(&self) -> Option<&Cq<T>> {
+        // SAFETY: The core holds a reference on the CQ while the QP uses
+        // it; CQs of this device carry `T`'s data.
+        unsafe { (*self.as_raw()).send_cq.as_ref().map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut())) }
+    }
+
+    /// The receive CQ.
+    pub fn recv_cq(&self) -> Option<&Cq<T>> {
+        // SAFETY: As for `send_cq`.
+        unsafe { (*self.as_raw()).recv_cq.as_ref().map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut())) }
+    }
+}

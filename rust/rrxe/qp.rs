@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: creation with the rxe send and receive rings, the state
+//! machine and attribute checks of `modify_qp`, `query_qp` and destroy.
+//!
+//! User QPs of type RC, UC and UD. Kernel QPs (and with them GSI QP1) wait
+//! for the kernel data path: until it exists, `create_qp` refuses them
+//! with `EOPNOTSUPP`, so that no kernel user can post to a QP nothing
+//! would process.
+
+use crate::ib::{
+    object::{Pd, Qp},
+    qp::{self as ibqp, QpInit, QpType},
+    udata::Udata,
+};
+use crate::logic::{
+    limits as l,
+    mtu::IbMtu,
+    qp::{self, AttrError, QpAttrs, QpCap, QpState},
+};
+use crate::rrxe::{
+    cq::{MmapInfo, UserRing},
+    device::{Rrxe, RrxeDev},
+};
+use kernel::{new_spinlock, prelude::*, sync::{Arc, SpinLock}, transmute::AsBytes};
+
+/// The create response of the rxe ABI: the RQ's and the SQ's mmap info.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CreateQpResp {
+    rq_mi: MmapInfo,
+    sq_mi: MmapInfo,
+}
+
+// SAFETY: Two padding-free structs of integers.
+unsafe impl AsBytes for CreateQpResp {}
+
+/// A QP's mutable state.
+pub struct QpInner {
+    /// The attributes `modify_qp` set.
+    pub attrs: QpAttrs,
+    /// The send ring.
+    pub sq: UserRing,
+    /// The receive ring (none with an SRQ).
+    pub rq: Option<UserRing>,
+}
+
+/// A QP as the device's QP table holds it (the receive path will find QPs
+/// by number here).
+#[pin_data]
+pub struct QpShared {
+    /// The QP number.
+    pub qpn: u32,
+    /// Transport.
+    pub ty: QpType,
+    /// Capacities, fixed at creation.
+    pub cap: QpCap,
+    /// Every send signals a completion.
+    pub sig_all: bool,
+    /// State and rings.
+    #[pin]
+    pub inner: SpinLock<QpInner>,
+}
+
+/// A QP as the core holds it: leaves the QP table when destroyed.
+pub struct RrxeQp {
+    /// The QP.
+    pub shared: Arc<QpShared>,
+    dev: *const RrxeDev,
+}
+
+// SAFETY: `dev` points to device data that outlives every QP and whose
+// table is thread-safe; the rest is `Arc` and locks.
+unsafe impl Send for RrxeQp {}
+// SAFETY: See above.
+unsafe impl Sync for RrxeQp {}
+
+impl Drop for RrxeQp {
+    fn drop(&mut self) {
+        // SAFETY: See the `Send` impl.
+        unsafe { (*self.dev).qp_pool().remove(self.shared.qpn) };
+    }
+}
+
+fn attr_err(e: AttrError) -> Error {
+    match e {
+        AttrError::Invalid => EINVAL,
+        AttrError::NotSupported => EOPNOTSUPP,
+    }
+}
+
+/// `create_qp`: checks the request as rxe does and makes the rings; the
+/// response carries their mmap info.
+pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
+    match init.ty {
+        QpType::Rc | QpType::Uc | QpType::Ud => {}
+        _ => return Err(EOPNOTSUPP),
+    }
+    if init.create_flags != 0 {
+        return Err(EOPNOTSUPP);
+    }
+    if !init.has_cqs {
+        return Err(EINVAL);
+    }
+    qp::check_cap(&init.cap, init.has_srq).map_err(attr_err)?;
+    let Some(udata) = udata else {
+        return Err(EOPNOTSUPP);
+    };
+    if udata.outlen() < core::mem::size_of::<CreateQpResp>() {
+        return Err(EINVAL);
+    }
+    let uc = udata.ucontext::<Rrxe>();
+    let (sq_elem, send_sge, inline) = qp::send_wqe_layout(&init.cap);
+    let sq = UserRing::new(uc, init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
+    let rq = if init.has_srq {
+        None
+    } else {
+        Some(UserRing::new(uc, init.cap.max_recv_wr, qp::recv_wqe_size(init.cap.max_recv_sge), MAX_QP_RING_BYTES)?)
+    };
+    let cap = QpCap {
+        max_send_wr: sq.geometry().index_mask,
+        max_send_sge: send_sge,
+        max_inline_data: inline,
+        max_recv_wr: rq.as_ref().map_or(0, |r| r.geometry().index_mask),
+        max_recv_sge: if init.has_srq { 0 } else { init.cap.max_recv_sge },
+    };
+    let resp = CreateQpResp { rq_mi: rq.as_ref().map(|r| r.mmap_info()).unwrap_or_default(), sq_mi: sq.mmap_info() };
+    udata.write_out(&resp)?;
+
+    let dev = pd.device().data();
+    let attrs = QpAttrs { port_num: 1, ..Default::default() };
+    let mut inner = Some(QpInner { attrs, sq, rq });
+    let (qpn, shared) = dev.qp_pool().insert(|qpn| {
+        let inner = inner.take().ok_or(EINVAL)?;
+        Arc::pin_init(
+            try_pin_init!(QpShared {
+                qpn,
+                ty: init.ty,
+                cap,
+                sig_all: init.sig_all,
+                inner <- new_spinlock!(inner),
+            }? Error),
+            GFP_KERNEL,
+        )
+    })?;
+    Ok((RrxeQp { shared, dev }, qpn, cap))
+}
+
+/// Largest QP ring: `max_qp_wr` slots of the largest WQE (1 KiB), as rxe
+/// allows (a gigabyte of kernel memory for a maximal send queue).
+const MAX_QP_RING_BYTES: usize = crate::logic::ring::HDR_SIZE + ((l::MAX_QP_WR as usize + 1) << 10);
+
+/// `modify_qp`: the transition must be one the IB spec allows with exactly
+/// these attributes, and every value named must be in range; then the
+/// values are taken.
+pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -> Result {
+    let s = &q.data().shared;
+    let mut g = s.inner.lock();
+    if mask & qp::mask::STATE != 0 {
+        let from = if mask & qp::mask::CUR_STATE != 0 { cur.ok_or(EINVAL)? } else { g.attrs.state };
+        if !ibqp::transition_ok(from, new.state, s.ty, mask) {
+            return Err(EINVAL);
+        }
+    }
+    qp::check_modify(new, mask, IbMtu::Mtu4096 as u32).map_err(attr_err)?;
+    if mask & qp::mask::AV != 0 && (new.av.port_num != 1 || i32::from(new.av.sgid_index) >= l::PORT_GID_TBL_LEN) {
+        return Err(EINVAL);
+    }
+    qp::apply(&mut g.attrs, new, mask);
+    Ok(())
+}
+
+/// `query_qp`.
+pub fn query_qp(q: &Qp<Rrxe>) -> Result<(QpAttrs, QpCap, bool)> {
+    let s = &q.data().shared;
+    let attrs = s.inner.lock().attrs;
+    Ok((attrs, s.cap, s.sig_all))
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rrxe_qp_test DEV MODE [ARG]: queue pairs through stock libibverbs +
+ * librxe: capacities as rxe reports them, limits, the state machine and
+ * attribute checks of modify, query, many QPs, exit without destroy.
+ * Each mode prints what went wrong and exits non-zero on failure.
+ *
+ *   caps         reported capacities and bad requests
+ *   states       transitions and attribute values, RC, UC and UD
+ *   many N       N QPs at once, distinct numbers
+ *   leak N       N QPs, then exit without destroying them
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_device_attr attr;
+
+#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
+
+static uint32_t pow2m1(uint32_t n)
+{
+	uint32_t s = 1;
+
+	while (s < n + 1)
+		s <<= 1;
+	return s - 1;
+}
+
+static struct ibv_qp *mkqp(enum ibv_qp_type t, uint32_t swr, uint32_t rwr, uint32_t ssge,
+			   uint32_t rsge, uint32_t inl)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = t,
+		.cap = { swr, rwr, ssge, rsge, inl },
+	};
+
+	return ibv_create_qp(pd, &ia);
+}
+
+static int mode_caps(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp;
+
+	/* Sizes round up as rxe's rings do; the send WQE's room decides the
+	 * gather entries and inline bytes reported. */
+	qp = mkqp(IBV_QPT_RC, 100, 30, 4, 3, 0);
+	if (!qp)
+		FAIL("RC QP: %s", strerror(errno));
+	if (ibv_query_qp(qp, &qa, IBV_QP_STATE | IBV_QP_CAP, &ia))
+		FAIL("ibv_query_qp: %s", strerror(errno));
+	if (qa.qp_state != IBV_QPS_RESET)
+		FAIL("new QP in state %d", qa.qp_state);
+	if (ia.cap.max_send_wr != pow2m1(100) || ia.cap.max_recv_wr != pow2m1(30) ||
+	    ia.cap.max_send_sge != 4 || ia.cap.max_recv_sge != 3 || ia.cap.max_inline_data != 64)
+		FAIL("caps %u/%u/%u/%u/%u, expected 127/31/4/3/64", ia.cap.max_send_wr, ia.cap.max_recv_wr,
+		     ia.cap.max_send_sge, ia.cap.max_recv_sge, ia.cap.max_inline_data);
+	if (qp->qp_num < 16 || qp->qp_num > 0xffffff)
+		FAIL("QP number %u", qp->qp_num);
+	ibv_destroy_qp(qp);
+
+	qp = mkqp(IBV_QPT_UD, 1, 1, 1, 1, 200);
+	if (!qp)
+		FAIL("UD QP with 200 inline bytes: %s", strerror(errno));
+	if (ibv_query_qp(qp, &qa, IBV_QP_CAP, &ia) || ia.cap.max_inline_data != 200 || ia.cap.max_send_sge != 12)
+		FAIL("inline 200: reported inline %u sge %u, expected 200 and 12", ia.cap.max_inline_data,
+		     ia.cap.max_send_sge);
+	ibv_destroy_qp(qp);
+
+	static const struct { uint32_t c[5]; const char *what; } bad[] = {
+		{ { 1u << 21, 1, 1, 1, 0 }, "max_send_wr above max_qp_wr" },
+		{ { 1, 1u << 21, 1, 1, 0 }, "max_recv_wr above max_qp_wr" },
+		{ { 1, 1, 33, 1, 0 }, "max_send_sge 33" },
+		{ { 1, 1, 1, 33, 0 }, "max_recv_sge 33" },
+		{ { 1, 1, 1, 1, 513 }, "max_inline_data 513" },
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		qp = mkqp(IBV_QPT_RC, bad[i].c[0], bad[i].c[1], bad[i].c[2], bad[i].c[3], bad[i].c[4]);
+		if (qp || errno != EINVAL)
+			FAIL("%s: %s, expected EINVAL", bad[i].what, qp ? "created" : strerror(errno));
+	}
+	errno = 0;
+	if ((qp = mkqp(IBV_QPT_XRC_SEND, 1, 1, 1, 1, 0)) || !errno)
+		FAIL("XRC QP: created");
+	printf("QP capacities and limits: ok\n");
+	return 0;
+}
+
+static int modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, int want, const char *what)
+{
+	int r = ibv_modify_qp(qp, a, mask);
+
+	if (r != want)
+		FAIL("%s: %d (%s), expected %d", what, r, strerror(r), want);
+	return 0;
+}
+
+static int states(enum ibv_qp_type t)
+{
+	struct ibv_qp *qp = mkqp(t, 16, 16, 1, 1, 0);
+	struct ibv_qp_attr a = {}, q;
+	struct ibv_qp_init_attr ia;
+	union ibv_gid gid;
+	int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	int rtr_mask = IBV_QP_STATE, rts_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+	if (!qp)
+		FAIL("QP type %d: %s", t, strerror(errno));
+	if (ibv_query_gid(ctx, 1, 0, &gid))
+		FAIL("ibv_query_gid: %s", strerror(errno));
+	if (t == IBV_QPT_UD) {
+		init_mask |= IBV_QP_QKEY;
+	} else {
+		init_mask |= IBV_QP_ACCESS_FLAGS;
+		rtr_mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (t == IBV_QPT_RC) {
+			rtr_mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+			rts_mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+	}
+
+	a.qp_state = IBV_QPS_RTS;
+	if (modify(qp, &a, IBV_QP_STATE, EINVAL, "RESET -> RTS"))
+		return 1;
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 2;
+	a.qkey = 0x11111111;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	if (modify(qp, &a, init_mask, EINVAL, "INIT with port 2") ||
+	    modify(qp, &a, IBV_QP_STATE, EINVAL, "INIT without its required attributes"))
+		return 1;
+	a.port_num = 1;
+	if (modify(qp, &a, init_mask, 0, "RESET -> INIT"))
+		return 1;
+
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = 0x12345678;
+	a.rq_psn = 0xabcdef12;
+	a.max_dest_rd_atomic = 200;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.hop_limit = 64;
+	if (t == IBV_QPT_RC && modify(qp, &a, rtr_mask, EINVAL, "RTR with max_dest_rd_atomic 200"))
+		return 1;
+	a.max_dest_rd_atomic = 16;
+	a.path_mtu = 7;
+	if (t != IBV_QPT_UD && modify(qp, &a, rtr_mask, EINVAL, "RTR with path_mtu 7"))
+		return 1;
+	a.path_mtu = IBV_MTU_1024;
+	if (modify(qp, &a, rtr_mask, 0, "INIT -> RTR"))
+		return 1;
+
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0xff000045;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 16;
+	if (modify(qp, &a, rts_mask, 0, "RTR -> RTS"))
+		return 1;
+	if (ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN | IBV_QP_DEST_QPN | IBV_QP_QKEY, &ia))
+		FAIL("query: %s", strerror(errno));
+	if (q.qp_state != IBV_QPS_RTS || q.sq_psn != 0x45)
+		FAIL("after RTS: state %d sq_psn 0x%x, expected RTS and 0x45 (24 bits)", q.qp_state, q.sq_psn);
+	if (t == IBV_QPT_UD && q.qkey != 0x11111111)
+		FAIL("qkey 0x%x", q.qkey);
+	if (t != IBV_QPT_UD && (q.rq_psn != 0xcdef12 || q.dest_qp_num != 0x345678 || q.path_mtu != IBV_MTU_1024))
+		FAIL("rq_psn 0x%x dest_qpn 0x%x mtu %d", q.rq_psn, q.dest_qp_num, q.path_mtu);
+
+	a.qp_state = IBV_QPS_ERR;
+	if (modify(qp, &a, IBV_QP_STATE, 0, "RTS -> ERR"))
+		return 1;
+	a.qp_state = IBV_QPS_RTS;
+	if (modify(qp, &a, IBV_QP_STATE, EINVAL, "ERR -> RTS"))
+		return 1;
+	a.qp_state = IBV_QPS_RESET;
+	if (modify(qp, &a, IBV_QP_STATE, 0, "ERR -> RESET"))
+		return 1;
+	if (ibv_query_qp(qp, &q, IBV_QP_STATE, &ia) || q.qp_state != IBV_QPS_RESET)
+		FAIL("state after reset: %d", q.qp_state);
+	if (ibv_destroy_qp(qp))
+		FAIL("destroy: %s", strerror(errno));
+	return 0;
+}
+
+static int mode_states(void)
+{
+	if (states(IBV_QPT_RC) || states(IBV_QPT_UC) || states(IBV_QPT_UD))
+		return 1;
+	printf("QP state machine and attribute checks: ok\n");
+	return 0;
+}
+
+static int mode_many(int n, int leak)
+{
+	struct ibv_qp **qps = calloc(n, sizeof(*qps));
+
+	for (int i = 0; i < n; i++) {
+		qps[i] = mkqp(i % 3 == 0 ? IBV_QPT_RC : i % 3 == 1 ? IBV_QPT_UC : IBV_QPT_UD, 8, 8, 1, 1, 0);
+		if (!qps[i])
+			FAIL("QP %d: %s", i, strerror(errno));
+		for (int j = 0; j < i; j += 97)
+			if (qps[j]->qp_num == qps[i]->qp_num)
+				FAIL("QPs %d and %d share number %u", j, i, qps[i]->qp_num);
+	}
+	printf("created %d\n", n);
+	fflush(stdout);
+	if (leak)
+		_exit(0);
+	for (int i = 0; i < n; i++)
+		if (ibv_destroy_qp(qps[i]))
+			FAIL("destroy QP %d: %s", i, strerror(errno));
+	free(qps);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list;
+	int n;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s DEV MODE [ARG]\n", argv[0]);
+		return 2;
+	}
+	list = ibv_get_device_list(&n);
+	for (int i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		FAIL("cannot open %s", argv[1]);
+	if (ibv_query_device(ctx, &attr))
+		FAIL("ibv_query_device: %s", strerror(errno));
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	if (!pd || !cq)
+		FAIL("PD/CQ: %s", strerror(errno));
+
+	if (!strcmp(argv[2], "caps"))
+		return mode_caps();
+	if (!strcmp(argv[2], "states"))
+		return mode_states();
+	if (!strcmp(argv[2], "many"))
+		return mode_many(argc > 3 ? atoi(argv[3]) : 500, 0);
+	if (!strcmp(argv[2], "leak"))
+		return mode_many(argc > 3 ? atoi(argv[3]) : 500, 1);
+	FAIL("unknown mode %s", argv[2]);
+}
