@@ -18,20 +18,21 @@
 use super::{
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     bindings,
+    ah::AhInit,
     cq::{CqAttr, NotifyFlags, WcOut},
     qp::{self, QpInit},
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
     netdev::NetDev,
     mr::{FastRegType, Mr, MrSlot, ReregFlags, UserMrRequest},
-    object::{Cq, Mw, Pd, Qp, Ucontext},
+    object::{Ah, Cq, Mw, Pd, Qp, Ucontext},
     udata::Udata,
 };
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, prelude::*, types::Opaque};
 use crate::logic::{
     access::MwType,
-    qp::{QpAttrs, QpCap, QpState},
+    qp::{Av, QpAttrs, QpCap, QpState},
 };
 use pin_init::PinInit;
 
@@ -58,6 +59,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Cq: Send + Sync;
     /// Queue pair state.
     type Qp: Send + Sync;
+    /// Address handle state.
+    type Ah: Send + Sync;
 
     /// `enum rdma_driver_id` the device reports (selects the user provider).
     const DRIVER_ID: u32;
@@ -165,6 +168,17 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// How many completions a kernel CQ holds, up to `n`.
     fn peek_cq(_cq: &Cq<Self>, _n: u32) -> u32 {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A new address handle in `pd`; `udata` is the user command's (the
+    /// driver writes its response there).
+    fn create_ah(_pd: &Pd<Self>, _init: &AhInit, _udata: Option<&Udata>) -> Result<Self::Ah> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The address vector of an AH.
+    fn query_ah(_ah: &Ah<Self>) -> Result<Av> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -601,6 +615,15 @@ impl<T: Driver> Adapter<T> {
         if T::HAS_PEEK_CQ {
             o.peek_cq = Some(Self::peek_cq);
         }
+        if T::HAS_CREATE_AH {
+            o.create_ah = Some(Self::create_ah);
+            o.create_user_ah = Some(Self::create_user_ah);
+            o.destroy_ah = Some(Self::destroy_ah);
+            o.size_ib_ah = core::mem::size_of::<Ah<T>>();
+            if T::HAS_QUERY_AH {
+                o.query_ah = Some(Self::query_ah);
+            }
+        }
         if T::HAS_CREATE_QP {
             o.create_qp = Some(Self::create_qp);
             o.modify_qp = Some(Self::modify_qp);
@@ -928,6 +951,63 @@ impl<T: Driver> Adapter<T> {
     unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> c_int {
         // SAFETY: `alloc_mw` succeeded for this object; called once.
         unsafe { Mw::<T>::drop_data(mw) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// The arguments of a `create_ah` or `create_user_ah` call.
+    unsafe fn create_ah_common(
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a zeroed AH of `size_ib_ah` bytes with
+            // `device`, `pd` and `sgid_attr` set, the request (its GID
+            // attribute referenced) and the command's udata (null for
+            // kernel AHs), for the call.
+            let (pd, init, udata) = unsafe {
+                (Pd::<T>::from_raw((*ah).pd), AhInit::from_raw(attr, !udata.is_null()), Udata::from_raw(udata))
+            };
+            let data = T::create_ah(pd, &init, udata)?;
+            // SAFETY: As above; the data part is uninitialised and ours.
+            unsafe { Ah::<T>::init_data(ah, data) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn create_ah(
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: The core's arguments, passed on.
+        unsafe { Self::create_ah_common(ah, attr, udata) }
+    }
+
+    unsafe extern "C" fn create_user_ah(
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: The core's arguments, passed on.
+        unsafe { Self::create_ah_common(ah, attr, udata) }
+    }
+
+    unsafe extern "C" fn query_ah(ah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> c_int {
+        from_result(|| {
+            // SAFETY: A live AH of this device and an output for the call.
+            let (a, out) = unsafe { (Ah::<T>::from_raw(ah), &mut *attr) };
+            let av = T::query_ah(a)?;
+            crate::ib::ah::av_to_raw(&av, out);
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: `create_ah` succeeded for this AH; called once.
+        unsafe { Ah::<T>::drop_data(ah) };
         0
     }
 

@@ -10,6 +10,7 @@
 #[path = "../bindings/mod.rs"]
 mod bindings;
 
+pub mod ah;
 pub mod attr;
 pub mod cq;
 pub mod device;

@@ -86,6 +86,10 @@ core_object!(
     Cq, bindings::ib_cq, Cq
 );
 core_object!(
+    /// An address handle.
+    Ah, bindings::ib_ah, Ah
+);
+core_object!(
     /// A queue pair.
     Qp, bindings::ib_qp, Qp
 );

@@ -97,7 +97,7 @@ pub(crate) fn cap_to_raw(c: &QpCap, out: &mut bindings::ib_qp_cap) {
     out.max_inline_data = c.max_inline_data;
 }
 
-fn av_from_raw(a: &bindings::rdma_ah_attr) -> Av {
+pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr) -> Av {
     // SAFETY: `raw` covers the whole GID union; `roce` is the member the
     // core fills for RoCE address handles (and zero otherwise).
     let (dgid, dmac) = unsafe { (*a.grh.dgid.raw.as_ref(), a.__bindgen_anon_1.roce.as_ref().dmac) };
@@ -114,7 +114,7 @@ fn av_from_raw(a: &bindings::rdma_ah_attr) -> Av {
     }
 }
 
-fn av_to_raw(v: &Av, out: &mut bindings::rdma_ah_attr) {
+pub(crate) fn av_to_raw(v: &Av, out: &mut bindings::rdma_ah_attr) {
     // SAFETY: All-zero is a valid `rdma_ah_attr` (a null GID attribute).
     *out = unsafe { core::mem::zeroed() };
     out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;

@@ -7,7 +7,8 @@ use crate::ib::{
     cq::{CqAttr, NotifyFlags, WcOut},
     dm::{Dm, DmMrRequest, DmRequest},
     mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
-    object::{Cq, Pd, Qp, Ucontext},
+    ah::AhInit,
+    object::{Ah, Cq, Pd, Qp, Ucontext},
     qp::QpInit,
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
@@ -18,9 +19,10 @@ use crate::ib::{
 use crate::logic::{
     access::MwType,
     guid, limits as l, mtu,
-    qp::{QpAttrs, QpCap, QpState},
+    qp::{Av, QpAttrs, QpCap, QpState},
 };
 use crate::rrxe::{
+    ah::{self, AhShared, RrxeAh},
     cq::{self, RrxeCq},
     qp::{self, QpShared, RrxeQp},
     dm::{self, RrxeDm},
@@ -56,6 +58,9 @@ pub struct RrxeDev {
     /// Queue pairs, by number.
     #[pin]
     qps: Pool<QpShared>,
+    /// Address handles, by number.
+    #[pin]
+    ahs: Pool<AhShared>,
 }
 
 impl RrxeDev {
@@ -72,6 +77,11 @@ impl RrxeDev {
     /// The device attributes.
     pub fn attrs(&self) -> &DeviceAttrs {
         &self.attrs
+    }
+
+    /// The AH table.
+    pub fn ah_pool(&self) -> &Pool<AhShared> {
+        &self.ahs
     }
 
     /// The QP table.
@@ -115,6 +125,7 @@ impl Driver for Rrxe {
     type Dm = RrxeDm;
     type Cq = RrxeCq;
     type Qp = RrxeQp;
+    type Ah = RrxeAh;
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = l::UVERBS_ABI_VERSION;
@@ -244,6 +255,14 @@ impl Driver for Rrxe {
         cq::peek_cq(c, n)
     }
 
+    fn create_ah(pd: &Pd<Self>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
+        ah::create_ah(pd, init, udata)
+    }
+
+    fn query_ah(a: &Ah<Self>) -> Result<Av> {
+        ah::query_ah(a)
+    }
+
     fn create_qp(pd: &Pd<Self>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
         qp::create_qp(pd, init, udata)
     }
@@ -340,6 +359,7 @@ impl LinkHandler for Rrxe {
             dm_used: AtomicU64::new(0),
             cqs: AtomicU32::new(0),
             qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
+            ahs <- Pool::new(1, l::MAX_AH, l::MAX_AH),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

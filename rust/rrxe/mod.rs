@@ -2,6 +2,7 @@
 
 //! The rrxe provider: a Soft-RoCE device on top of the `ib` layer.
 
+pub mod ah;
 pub mod cq;
 pub mod device;
 pub mod dm;

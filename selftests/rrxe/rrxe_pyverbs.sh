@@ -4,7 +4,7 @@
 # unmodified, one KTAP line per stock case: test_device, test_pd, the
 # test_mr cases that need no queue pair (the rest of test_mr builds RC QPs
 # in setUp), the CQ API cases of test_cq and test_cqex, and test_qp (QP
-# creation, modify and query; raw packet QPs skip). Skips are reported as skips: device memory is off by default
+# creation, modify and query; raw packet QPs skip), and test_addr (AHs). Skips are reported as skips: device memory is off by default
 # (stock librxe has no DM verbs).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -18,7 +18,7 @@ mk_dummy rrxtd0 && link_add rrxepv0 rrxtd0 || ktap_exit_fail_msg "setup failed"
 
 out=$("$root/tools/pyverbs-suite" rrxepv0 test_device test_pd \
 	test_mr.MRTest.test_reg_mr_bad_flags test_mr.MWTest.test_reg_mw_wrong_type \
-	test_mr.DeviceMemoryAPITest test_cq.CQAPITest test_cqex.CQEXAPITest test_qp 2>&1)
+	test_mr.DeviceMemoryAPITest test_cq.CQAPITest test_cqex.CQEXAPITest test_qp test_addr 2>&1)
 rc=$?
 # unittest -v prints "name (module.Class.name)" then "doc ... result"; the
 # result may share the first line when there is no docstring.

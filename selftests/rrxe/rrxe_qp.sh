@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # Queue pairs through stock libibverbs/librxe: capacities as rxe reports
 # them and bad requests, the state machine and attribute checks of
-# modify_qp for RC, UC and UD, query, many QPs, and exit without destroy.
+# modify_qp for RC, UC and UD, query, many QPs, exit without destroy, and
+# address handles.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -20,6 +21,7 @@ t() { "$bin" rrxeq0 "$@"; }
 check "capacities rounded as rxe's rings; bad capacities EINVAL; unsupported types fail" t caps
 check "RC, UC, UD: invalid transitions and out-of-range values EINVAL; RESET..RTS, ERR, RESET; query" t states
 check "1000 QPs at once, distinct numbers" t many 1000
+check "AHs need a GRH on RoCE; ah_num (1..32767, distinct) in the create response, none for old providers" t ah
 
 leak_then_clean() {
 	t leak 600 | grep -q 'created 600' || { echo "child did not create its QPs"; return 1; }

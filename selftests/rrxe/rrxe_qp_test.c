@@ -7,12 +7,14 @@
  *
  *   caps         reported capacities and bad requests
  *   states       transitions and attribute values, RC, UC and UD
+ *   ah           address handles: GRH required, ah_num in the response
  *   many N       N QPs at once, distinct numbers
  *   leak N       N QPs, then exit without destroying them
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +207,95 @@ static int mode_states(void)
 	return 0;
 }
 
+/* IB_USER_VERBS_CMD_CREATE_AH through write(), with `drv` bytes of room
+ * for the driver response; returns errno or 0 and the ah_num. */
+static int raw_create_ah(union ibv_gid *gid, unsigned drv, uint32_t *ah_num, uint32_t *handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_ah cmd;
+	} req;
+	struct {
+		struct ib_uverbs_create_ah_resp resp;
+		uint32_t drv[2];
+	} resp;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	req.hdr.command = IB_USER_VERBS_CMD_CREATE_AH;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = (sizeof(resp.resp) + drv) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.pd_handle = pd->handle;
+	memcpy(req.cmd.attr.grh.dgid, gid->raw, 16);
+	req.cmd.attr.grh.hop_limit = 64;
+	req.cmd.attr.is_global = 1;
+	req.cmd.attr.port_num = 1;
+	if (write(ctx->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return errno;
+	*ah_num = resp.drv[0];
+	*handle = resp.resp.ah_handle;
+	return 0;
+}
+
+static int raw_destroy_ah(uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_destroy_ah cmd;
+	} req;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_DESTROY_AH;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.cmd.ah_handle = handle;
+	return write(ctx->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
+}
+
+static int mode_ah(void)
+{
+	struct ibv_ah_attr a = { .is_global = 1, .port_num = 1, .grh = { .hop_limit = 64 } };
+	static uint32_t nums[200], handles[200];
+	struct ibv_ah *ah[100];
+	union ibv_gid gid;
+	uint32_t n, h;
+	int r;
+
+	if (ibv_query_gid(ctx, 1, 0, &gid))
+		FAIL("ibv_query_gid: %s", strerror(errno));
+	a.grh.dgid = gid;
+	for (int i = 0; i < 100; i++) {
+		ah[i] = ibv_create_ah(pd, &a);
+		if (!ah[i])
+			FAIL("ibv_create_ah #%d: %s", i, strerror(errno));
+	}
+	for (int i = 0; i < 100; i++)
+		if (ibv_destroy_ah(ah[i]))
+			FAIL("ibv_destroy_ah: %s", strerror(errno));
+	a.is_global = 0;
+	errno = 0;
+	if ((ah[0] = ibv_create_ah(pd, &a)) || !errno)
+		FAIL("an AH without GRH was created on RoCE");
+
+	for (int i = 0; i < 200; i++) {
+		if ((r = raw_create_ah(&gid, 8, &nums[i], &handles[i])))
+			FAIL("raw CREATE_AH #%d: %s", i, strerror(r));
+		if (nums[i] < 1 || nums[i] > 32767)
+			FAIL("ah_num %u outside 1..32767", nums[i]);
+		for (int j = 0; j < i; j++)
+			if (nums[j] == nums[i])
+				FAIL("AHs %d and %d share ah_num %u", j, i, nums[i]);
+	}
+	/* An old provider's response has no room for ah_num: still created. */
+	if ((r = raw_create_ah(&gid, 0, &n, &h)) || (r = raw_destroy_ah(h)))
+		FAIL("CREATE_AH without room for ah_num: %s", strerror(r));
+	for (int i = 0; i < 200; i++)
+		if ((r = raw_destroy_ah(handles[i])))
+			FAIL("DESTROY_AH: %s", strerror(r));
+	printf("AHs: ok\n");
+	return 0;
+}
+
 static int mode_many(int n, int leak)
 {
 	struct ibv_qp **qps = calloc(n, sizeof(*qps));
@@ -254,6 +345,8 @@ int main(int argc, char **argv)
 		return mode_caps();
 	if (!strcmp(argv[2], "states"))
 		return mode_states();
+	if (!strcmp(argv[2], "ah"))
+		return mode_ah();
 	if (!strcmp(argv[2], "many"))
 		return mode_many(argc > 3 ? atoi(argv[3]) : 500, 0);
 	if (!strcmp(argv[2], "leak"))

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles. Each AH has a number in the device's AH table
+//! (`ah_num`, 1..=`max_ah`), which user UD work requests name; the create
+//! response carries it (`{u32 ah_num, u32 reserved}`; an older provider
+//! that passes less room gets no number and must embed the address vector
+//! in its work requests).
+
+use crate::ib::{
+    ah::AhInit,
+    object::{Ah, Pd},
+    udata::Udata,
+};
+use crate::logic::{limits as l, qp::Av};
+use crate::rrxe::device::{Rrxe, RrxeDev};
+use kernel::{prelude::*, sync::Arc, transmute::AsBytes};
+
+/// An AH as the AH table holds it (UD sends find it by number).
+pub struct AhShared {
+    /// Its number.
+    pub num: u32,
+    /// The PD it belongs to, as an identity.
+    pub pd: usize,
+    /// The address vector.
+    pub av: Av,
+    /// The source GID.
+    pub sgid: [u8; 16],
+}
+
+/// An AH as the core holds it: leaves the table when destroyed.
+pub struct RrxeAh {
+    /// The AH.
+    pub shared: Arc<AhShared>,
+    dev: *const RrxeDev,
+}
+
+// SAFETY: `dev` points to device data that outlives every AH and whose
+// table is thread-safe.
+unsafe impl Send for RrxeAh {}
+// SAFETY: See above.
+unsafe impl Sync for RrxeAh {}
+
+impl Drop for RrxeAh {
+    fn drop(&mut self) {
+        // SAFETY: See the `Send` impl.
+        unsafe { (*self.dev).ah_pool().remove(self.shared.num) };
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CreateAhResp {
+    ah_num: u32,
+    reserved: u32,
+}
+
+// SAFETY: Two `u32`s, no padding.
+unsafe impl AsBytes for CreateAhResp {}
+
+/// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
+/// 1, with a resolved RoCEv2 source GID.
+pub fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
+    if !init.sleepable {
+        // Kernel AHs created in atomic context come with kernel QPs, which
+        // rrxe does not have yet.
+        return Err(EOPNOTSUPP);
+    }
+    if !init.roce || !init.grh || init.av.port_num != 1 || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN {
+        return Err(EINVAL);
+    }
+    let sgid = init.sgid.ok_or(EINVAL)?;
+    if !sgid.roce_v2 {
+        return Err(EINVAL);
+    }
+    let dev = pd.device().data();
+    let pd_id = pd as *const _ as usize;
+    let (num, shared) =
+        dev.ah_pool().insert(|num| Ok(Arc::new(AhShared { num, pd: pd_id, av: init.av, sgid: sgid.gid }, GFP_KERNEL)?))?;
+    let ah = RrxeAh { shared, dev };
+    if let Some(u) = udata {
+        if u.outlen() >= core::mem::size_of::<CreateAhResp>() {
+            // On failure `ah` is dropped and leaves the table.
+            u.write_out(&CreateAhResp { ah_num: num, reserved: 0 })?;
+        }
+    }
+    Ok(ah)
+}
+
+/// `query_ah`.
+pub fn query_ah(ah: &Ah<Rrxe>) -> Result<Av> {
+    Ok(ah.data().shared.av)
+}
