@@ -21,11 +21,12 @@ use super::{
     ah::AhInit,
     cq::{CqAttr, NotifyFlags, WcOut},
     qp::{self, QpInit},
+    srq::{SrqAttr, SrqInit, SrqMask},
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
     netdev::NetDev,
     mr::{FastRegType, Mr, MrSlot, ReregFlags, UserMrRequest},
-    object::{Ah, Cq, Mw, Pd, Qp, Ucontext},
+    object::{Ah, Cq, Mw, Pd, Qp, Srq, Ucontext},
     udata::Udata,
 };
 use core::{marker::PhantomData, ptr::NonNull};
@@ -61,6 +62,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Qp: Send + Sync;
     /// Address handle state.
     type Ah: Send + Sync;
+    /// Shared receive queue state.
+    type Srq: Send + Sync;
 
     /// `enum rdma_driver_id` the device reports (selects the user provider).
     const DRIVER_ID: u32;
@@ -179,6 +182,21 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// The address vector of an AH.
     fn query_ah(_ah: &Ah<Self>) -> Result<Av> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A new SRQ in `pd`; returns its data and the attributes it has.
+    fn create_srq(_pd: &Pd<Self>, _init: &SrqInit, _udata: Option<&Udata>) -> Result<(Self::Srq, SrqAttr)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes `mask` names.
+    fn modify_srq(_srq: &Srq<Self>, _attr: SrqAttr, _mask: SrqMask, _udata: Option<&Udata>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The SRQ's attributes.
+    fn query_srq(_srq: &Srq<Self>) -> Result<SrqAttr> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -624,6 +642,13 @@ impl<T: Driver> Adapter<T> {
                 o.query_ah = Some(Self::query_ah);
             }
         }
+        if T::HAS_CREATE_SRQ {
+            o.create_srq = Some(Self::create_srq);
+            o.modify_srq = Some(Self::modify_srq);
+            o.query_srq = Some(Self::query_srq);
+            o.destroy_srq = Some(Self::destroy_srq);
+            o.size_ib_srq = core::mem::size_of::<Srq<T>>();
+        }
         if T::HAS_CREATE_QP {
             o.create_qp = Some(Self::create_qp);
             o.modify_qp = Some(Self::modify_qp);
@@ -1008,6 +1033,64 @@ impl<T: Driver> Adapter<T> {
     unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
         // SAFETY: `create_ah` succeeded for this AH; called once.
         unsafe { Ah::<T>::drop_data(ah) };
+        0
+    }
+
+    unsafe extern "C" fn create_srq(
+        srq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core passes a zeroed SRQ of `size_ib_srq` bytes
+            // with `device` and `pd` set, the request, and the command's
+            // udata (null for kernel SRQs), for the call.
+            let (pd, req, udata) = unsafe {
+                let i = &*init;
+                let req = SrqInit {
+                    attr: SrqAttr::from_raw(&i.attr),
+                    basic: i.srq_type == bindings::ib_srq_type_IB_SRQT_BASIC,
+                };
+                (Pd::<T>::from_raw((*srq).pd), req, Udata::from_raw(udata))
+            };
+            let (data, attr) = T::create_srq(pd, &req, udata)?;
+            // SAFETY: As above; the data part is uninitialised and ours; the
+            // attributes made go back in the request.
+            unsafe {
+                Srq::<T>::init_data(srq, data);
+                attr.to_raw(&mut (*init).attr);
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ of this device, its new attributes and the
+            // command's udata, for the call.
+            let (s, a, udata) = unsafe { (Srq::<T>::from_raw(srq), SrqAttr::from_raw(&*attr), Udata::from_raw(udata)) };
+            T::modify_srq(s, a, SrqMask::from_raw(mask as u32), udata)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_srq(srq: *mut bindings::ib_srq, attr: *mut bindings::ib_srq_attr) -> c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ of this device and an output for the call.
+            let (s, out) = unsafe { (Srq::<T>::from_raw(srq), &mut *attr) };
+            T::query_srq(s)?.to_raw(out);
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn destroy_srq(srq: *mut bindings::ib_srq, _udata: *mut bindings::ib_udata) -> c_int {
+        // SAFETY: `create_srq` succeeded for this SRQ; called once.
+        unsafe { Srq::<T>::drop_data(srq) };
         0
     }
 

@@ -21,6 +21,7 @@ pub mod mr;
 pub mod netdev;
 pub mod object;
 pub mod qp;
+pub mod srq;
 pub mod udata;
 pub mod umem;
 

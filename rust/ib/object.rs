@@ -86,6 +86,10 @@ core_object!(
     Cq, bindings::ib_cq, Cq
 );
 core_object!(
+    /// A shared receive queue.
+    Srq, bindings::ib_srq, Srq
+);
+core_object!(
     /// An address handle.
     Ah, bindings::ib_ah, Ah
 );

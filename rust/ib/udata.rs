@@ -92,6 +92,13 @@ impl Udata {
             .write_slice(v.as_bytes())
     }
 
+    /// Copies `data` to the calling process's address `addr` (for ABIs that
+    /// pass an output pointer inside the command, as rxe's `modify_srq`).
+    pub fn write_to_user(addr: u64, data: &[u8]) -> Result {
+        let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
+        UserSlice::new(UserPtr::from_addr(addr), data.len()).writer().write_slice(data)
+    }
+
     /// The user context the command runs in.
     pub fn ucontext<T: super::device::Driver>(&self) -> &super::object::Ucontext<T> {
         // SAFETY: A `Udata` is only formed from the driver udata of a uverbs

@@ -333,8 +333,54 @@ pub fn recv_wqe_size(max_recv_sge: u32) -> u32 {
     RECV_WQE_HDR + max_recv_sge * SGE_SIZE
 }
 
+/// Checks an SRQ's requested `max_wr` and `max_sge` as rxe does; returns
+/// the `max_wr` and `max_sge` to size the ring for (at least 1 each). The
+/// requested limit is taken as given, as rxe does.
+pub fn check_srq_init(max_wr: u32, max_sge: u32) -> Result<(u32, u32), AttrError> {
+    if max_wr == 0 || max_wr > limits::MAX_SRQ_WR || max_sge > limits::MAX_SRQ_SGE {
+        return Err(AttrError::Invalid);
+    }
+    Ok((max_wr, max_sge.max(1)))
+}
+
+/// Checks an SRQ modify: a new `max_wr` (`Some`) must be 1..=`max_srq_wr`
+/// and not below the armed limit; a new limit (`Some`) must not pass the
+/// capacity the SRQ has (`capacity`, its ring's index mask).
+pub fn check_srq_modify(
+    max_wr: Option<u32>,
+    limit: Option<u32>,
+    cur_limit: u32,
+    capacity: u32,
+) -> Result<(), AttrError> {
+    if let Some(w) = max_wr {
+        if w == 0 || w > limits::MAX_SRQ_WR || (cur_limit != 0 && w < cur_limit) {
+            return Err(AttrError::Invalid);
+        }
+    }
+    if let Some(l) = limit {
+        if l > limits::MAX_SRQ_WR || l > capacity {
+            return Err(AttrError::Invalid);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn srq_rules() {
+        assert_eq!(check_srq_init(100, 0), Ok((100, 1)));
+        assert_eq!(check_srq_init(0, 1), Err(AttrError::Invalid));
+        assert_eq!(check_srq_init(limits::MAX_SRQ_WR + 1, 1), Err(AttrError::Invalid));
+        assert_eq!(check_srq_init(16, 28), Err(AttrError::Invalid));
+        assert_eq!(check_srq_init(16, 27), Ok((16, 27)));
+        assert_eq!(check_srq_modify(Some(8), None, 10, 127), Err(AttrError::Invalid));
+        assert_eq!(check_srq_modify(Some(10), None, 10, 127), Ok(()));
+        assert_eq!(check_srq_modify(Some(0), None, 0, 127), Err(AttrError::Invalid));
+        assert_eq!(check_srq_modify(None, Some(128), 0, 127), Err(AttrError::Invalid));
+        assert_eq!(check_srq_modify(None, Some(127), 0, 127), Ok(()));
+    }
+
     use super::*;
 
     #[test]

@@ -12,7 +12,6 @@
 use crate::ib::{
     cq::{CqAttr, NotifyArm, NotifyFlags, WcOut},
     device::Device,
-    mmap::UserMmapEntry,
     object::{Cq, Ucontext},
     udata::Udata,
 };
@@ -20,138 +19,16 @@ use crate::logic::{
     cqe::Wc,
     ring::{self, Geometry},
 };
-use crate::rrxe::device::{Rrxe, RrxeDev};
-use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::{new_spinlock, prelude::*, sync::SpinLock, transmute::AsBytes};
+use crate::rrxe::{
+    device::{Rrxe, RrxeDev},
+    queue::{MmapInfo, Role, UserRing},
+};
+use core::sync::atomic::Ordering;
+use kernel::{new_spinlock, prelude::*, sync::SpinLock};
 
-/// Largest ring buffer: rxe's `max_cqe` in 128-byte slots, plus the header.
+/// Largest CQ ring buffer: rxe's `max_cqe` in 128-byte slots, plus the
+/// header.
 const MAX_RING_BYTES: usize = ring::HDR_SIZE + (1 << 22);
-
-/// `struct mminfo` of the rxe ABI: where and how much to mmap.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct MmapInfo {
-    /// The mmap offset.
-    pub offset: u64,
-    /// The mapping's length.
-    pub size: u32,
-    /// Zero.
-    pub pad: u32,
-}
-
-// SAFETY: Plain integers, no padding (8 + 4 + 4 bytes).
-unsafe impl AsBytes for MmapInfo {}
-
-/// A user ring: mapped memory with the rxe header, and the kernel's
-/// private geometry and producer index.
-///
-/// # Invariants
-///
-/// `entry`'s buffer holds at least `geo.buf_len()` bytes and is 8-byte
-/// aligned; `prod` is masked by `geo.index_mask`.
-pub struct UserRing {
-    entry: UserMmapEntry,
-    geo: Geometry,
-    prod: u32,
-}
-
-impl UserRing {
-    /// A zeroed ring for `entries` entries of `elem` bytes, mappable by
-    /// `uc`, of at most `max_bytes`.
-    pub fn new(uc: &Ucontext<Rrxe>, entries: u32, elem: u32, max_bytes: usize) -> Result<Self> {
-        let geo = Geometry::new(entries, elem, max_bytes).ok_or(ENOMEM)?;
-        let entry = UserMmapEntry::new(uc, geo.buf_len().ok_or(EINVAL)?)?;
-        // INVARIANT: The entry has at least `buf_len` bytes (page-rounded
-        // `vmalloc_user` memory, so page aligned); both indices are 0.
-        let r = Self { entry, geo, prod: 0 };
-        r.store_u32(ring::LOG2_ELEM_OFF, r.geo.log2_elem);
-        r.store_u32(ring::INDEX_MASK_OFF, r.geo.index_mask);
-        Ok(r)
-    }
-
-    fn index(&self, off: usize) -> &AtomicU32 {
-        // SAFETY: `off` is one of the header's aligned index offsets, inside
-        // the buffer (the invariant); the memory lives as long as `self`;
-        // userspace accesses the indices atomically too.
-        unsafe { AtomicU32::from_ptr(self.entry.as_ptr().add(off).cast()) }
-    }
-
-    fn store_u32(&self, off: usize, v: u32) {
-        self.index(off).store(v, Ordering::Release);
-    }
-
-    /// The consumer index userspace published, masked.
-    pub fn consumer(&self) -> u32 {
-        self.index(ring::CONSUMER_OFF).load(Ordering::Acquire) & self.geo.index_mask
-    }
-
-    /// The ring's geometry.
-    pub fn geometry(&self) -> Geometry {
-        self.geo
-    }
-
-    /// Entries userspace has not consumed.
-    pub fn count(&self) -> u32 {
-        self.geo.count(self.prod, self.consumer())
-    }
-
-    /// Where userspace maps it.
-    pub fn mmap_info(&self) -> MmapInfo {
-        MmapInfo { offset: self.entry.offset(), size: self.entry.len() as u32, pad: 0 }
-    }
-
-    /// Copies `bytes` into the slot of index `i`.
-    fn write_slot(&self, i: u32, bytes: &[u8]) {
-        let n = bytes.len().min(self.geo.elem_size());
-        // SAFETY: The slot offset is within `buf_len` (masked index), `n`
-        // does not pass the slot, and the buffer is alive with `self`. The
-        // process may touch the memory concurrently; only bytes are copied.
-        unsafe {
-            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.entry.as_ptr().add(self.geo.slot_offset(i)), n)
-        };
-    }
-
-    /// Reads the slot of index `i` into `out`.
-    fn read_slot(&self, i: u32, out: &mut [u8]) {
-        let n = out.len().min(self.geo.elem_size());
-        // SAFETY: As in `write_slot`, in the other direction.
-        unsafe {
-            core::ptr::copy_nonoverlapping(self.entry.as_ptr().add(self.geo.slot_offset(i)), out.as_mut_ptr(), n)
-        };
-    }
-
-    /// Appends an entry; `false` if the ring is full.
-    pub fn push(&mut self, bytes: &[u8]) -> bool {
-        if self.geo.is_full(self.prod, self.consumer()) {
-            return false;
-        }
-        self.write_slot(self.prod, bytes);
-        self.prod = self.geo.next(self.prod);
-        self.store_u32(ring::PRODUCER_OFF, self.prod);
-        true
-    }
-
-    /// A new ring of at least `entries` entries holding this one's
-    /// unconsumed entries, in order. `EINVAL` if they do not fit.
-    pub fn resized(&self, uc: &Ucontext<Rrxe>, entries: u32) -> Result<Self> {
-        let cons = self.consumer();
-        let n = self.geo.count(self.prod, cons);
-        if entries < n {
-            return Err(EINVAL);
-        }
-        let mut new = Self::new(uc, entries, self.geo.elem_size() as u32, MAX_RING_BYTES)?;
-        let mut buf = [0u8; ring::CQE_SIZE as usize];
-        let mut i = cons;
-        for _ in 0..n {
-            self.read_slot(i, &mut buf);
-            if !new.push(&buf) {
-                return Err(EINVAL);
-            }
-            i = self.geo.next(i);
-        }
-        Ok(new)
-    }
-}
 
 enum Ring {
     User { ring: UserRing, uc: *const Ucontext<Rrxe> },
@@ -208,7 +85,7 @@ pub fn create_cq(
         .map_err(|_| ENOMEM)?;
     // From here the count is released by `RrxeCq`'s drop, or below.
     let ring = match user {
-        Some((uc, udata)) => UserRing::new(uc, attr.cqe, ring::CQE_SIZE, MAX_RING_BYTES).and_then(|r| {
+        Some((uc, udata)) => UserRing::new(uc, Role::KernelProduces, attr.cqe, ring::CQE_SIZE, MAX_RING_BYTES).and_then(|r| {
             if let Some(u) = udata {
                 u.write_out(&r.mmap_info())?;
             }
@@ -261,7 +138,7 @@ pub fn resize_cq(cq: &Cq<Rrxe>, cqe: u32, udata: Option<&Udata>) -> Result<u32> 
         return Err(EOPNOTSUPP);
     };
     // SAFETY: The owning context outlives the CQ (see the `Send` impl).
-    let new = ring.resized(unsafe { &**uc }, cqe)?;
+    let new = ring.resized(unsafe { &**uc }, cqe, MAX_RING_BYTES)?;
     if let Some(u) = udata {
         u.write_out(&new.mmap_info())?;
     }
@@ -281,7 +158,7 @@ pub fn req_notify_cq(cq: &Cq<Rrxe>, flags: NotifyFlags) -> Result<bool> {
         _ => {}
     }
     let waiting = match &g.ring {
-        Ring::User { ring, .. } => ring.count() != 0,
+        Ring::User { ring, .. } => ring.pending() != 0,
         Ring::Kernel { geo, prod, cons, .. } => geo.count(*prod, *cons) != 0,
     };
     Ok(flags.report_missed && waiting)

@@ -8,7 +8,8 @@ use crate::ib::{
     dm::{Dm, DmMrRequest, DmRequest},
     mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
     ah::AhInit,
-    object::{Ah, Cq, Pd, Qp, Ucontext},
+    object::{Ah, Cq, Pd, Qp, Srq, Ucontext},
+    srq::{SrqAttr, SrqInit, SrqMask},
     qp::QpInit,
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
@@ -25,6 +26,7 @@ use crate::rrxe::{
     ah::{self, AhShared, RrxeAh},
     cq::{self, RrxeCq},
     qp::{self, QpShared, RrxeQp},
+    srq::{self, RrxeSrq, SrqShared},
     dm::{self, RrxeDm},
     mr::{self, MwHandle, RrxeMr, RrxeMw},
     pool::Pool,
@@ -61,6 +63,9 @@ pub struct RrxeDev {
     /// Address handles, by number.
     #[pin]
     ahs: Pool<AhShared>,
+    /// Shared receive queues, by number.
+    #[pin]
+    srqs: Pool<SrqShared>,
 }
 
 impl RrxeDev {
@@ -77,6 +82,11 @@ impl RrxeDev {
     /// The device attributes.
     pub fn attrs(&self) -> &DeviceAttrs {
         &self.attrs
+    }
+
+    /// The SRQ table.
+    pub fn srq_pool(&self) -> &Pool<SrqShared> {
+        &self.srqs
     }
 
     /// The AH table.
@@ -126,6 +136,7 @@ impl Driver for Rrxe {
     type Cq = RrxeCq;
     type Qp = RrxeQp;
     type Ah = RrxeAh;
+    type Srq = RrxeSrq;
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = l::UVERBS_ABI_VERSION;
@@ -263,6 +274,18 @@ impl Driver for Rrxe {
         ah::query_ah(a)
     }
 
+    fn create_srq(pd: &Pd<Self>, init: &SrqInit, udata: Option<&Udata>) -> Result<(RrxeSrq, SrqAttr)> {
+        srq::create_srq(pd, init, udata)
+    }
+
+    fn modify_srq(s: &Srq<Self>, attr: SrqAttr, mask: SrqMask, udata: Option<&Udata>) -> Result {
+        srq::modify_srq(s, attr, mask, udata)
+    }
+
+    fn query_srq(s: &Srq<Self>) -> Result<SrqAttr> {
+        srq::query_srq(s)
+    }
+
     fn create_qp(pd: &Pd<Self>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
         qp::create_qp(pd, init, udata)
     }
@@ -360,6 +383,7 @@ impl LinkHandler for Rrxe {
             cqs: AtomicU32::new(0),
             qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
             ahs <- Pool::new(1, l::MAX_AH, l::MAX_AH),
+            srqs <- Pool::new(l::MIN_SRQ_INDEX, l::MIN_SRQ_INDEX + l::MAX_SRQ - 1, l::MAX_SRQ),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

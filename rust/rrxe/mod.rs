@@ -10,3 +10,5 @@ pub mod mr;
 pub mod params;
 pub mod pool;
 pub mod qp;
+pub mod queue;
+pub mod srq;

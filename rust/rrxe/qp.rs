@@ -19,8 +19,8 @@ use crate::logic::{
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
 };
 use crate::rrxe::{
-    cq::{MmapInfo, UserRing},
     device::{Rrxe, RrxeDev},
+    queue::{MmapInfo, Role, UserRing},
 };
 use kernel::{new_spinlock, prelude::*, sync::{Arc, SpinLock}, transmute::AsBytes};
 
@@ -111,11 +111,17 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
     }
     let uc = udata.ucontext::<Rrxe>();
     let (sq_elem, send_sge, inline) = qp::send_wqe_layout(&init.cap);
-    let sq = UserRing::new(uc, init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
+    let sq = UserRing::new(uc, Role::KernelConsumes, init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
     let rq = if init.has_srq {
         None
     } else {
-        Some(UserRing::new(uc, init.cap.max_recv_wr, qp::recv_wqe_size(init.cap.max_recv_sge), MAX_QP_RING_BYTES)?)
+        Some(UserRing::new(
+            uc,
+            Role::KernelConsumes,
+            init.cap.max_recv_wr,
+            qp::recv_wqe_size(init.cap.max_recv_sge),
+            MAX_QP_RING_BYTES,
+        )?)
     };
     let cap = QpCap {
         max_send_wr: sq.geometry().index_mask,

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Rings shared with userspace in the rxe layout (`logic::ring`).
+//!
+//! The kernel keeps its own copy of the geometry and of the index it owns,
+//! and reads the other side's index masked, so nothing userspace writes
+//! into the mapping can move the kernel out of bounds. Slots are copied
+//! byte-wise; no reference into the mapping is ever formed.
+
+use crate::ib::{mmap::UserMmapEntry, object::Ucontext};
+use crate::logic::ring::{self, Geometry};
+use crate::rrxe::device::Rrxe;
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{prelude::*, transmute::AsBytes};
+
+/// `struct mminfo` of the rxe ABI: where and how much to mmap.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct MmapInfo {
+    /// The mmap offset.
+    pub offset: u64,
+    /// The mapping's length.
+    pub size: u32,
+    /// Zero.
+    pub pad: u32,
+}
+
+// SAFETY: Plain integers, no padding (8 + 4 + 4 bytes).
+unsafe impl AsBytes for MmapInfo {}
+
+/// Which side of a ring the kernel is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The kernel produces, userspace consumes (CQs).
+    KernelProduces,
+    /// Userspace produces, the kernel consumes (SQ, RQ, SRQ).
+    KernelConsumes,
+}
+
+/// A ring in memory the owning process maps.
+///
+/// # Invariants
+///
+/// `entry`'s buffer holds at least `geo.buf_len()` bytes and is page
+/// aligned; `own` (the kernel's index: producer or consumer by `role`) is
+/// masked by `geo.index_mask`.
+pub struct UserRing {
+    entry: UserMmapEntry,
+    geo: Geometry,
+    role: Role,
+    own: u32,
+}
+
+impl UserRing {
+    /// A zeroed ring for `entries` entries of `elem` bytes, mappable by
+    /// `uc`, of at most `max_bytes` (else `ENOMEM`).
+    pub fn new(uc: &Ucontext<Rrxe>, role: Role, entries: u32, elem: u32, max_bytes: usize) -> Result<Self> {
+        let geo = Geometry::new(entries, elem, max_bytes).ok_or(ENOMEM)?;
+        let entry = UserMmapEntry::new(uc, geo.buf_len().ok_or(ENOMEM)?)?;
+        // INVARIANT: The entry has at least `buf_len` bytes (page-rounded
+        // `vmalloc_user` memory); both indices are 0.
+        let r = Self { entry, geo, role, own: 0 };
+        r.index(ring::LOG2_ELEM_OFF).store(r.geo.log2_elem, Ordering::Release);
+        r.index(ring::INDEX_MASK_OFF).store(r.geo.index_mask, Ordering::Release);
+        Ok(r)
+    }
+
+    fn index(&self, off: usize) -> &AtomicU32 {
+        // SAFETY: `off` is one of the header's aligned word offsets, inside
+        // the buffer (the invariant); the memory lives as long as `self`;
+        // userspace accesses the indices atomically too.
+        unsafe { AtomicU32::from_ptr(self.entry.as_ptr().add(off).cast()) }
+    }
+
+    /// The index userspace published (consumer or producer), masked.
+    fn theirs(&self) -> u32 {
+        let off = match self.role {
+            Role::KernelProduces => ring::CONSUMER_OFF,
+            Role::KernelConsumes => ring::PRODUCER_OFF,
+        };
+        self.index(off).load(Ordering::Acquire) & self.geo.index_mask
+    }
+
+    fn publish(&self) {
+        let off = match self.role {
+            Role::KernelProduces => ring::PRODUCER_OFF,
+            Role::KernelConsumes => ring::CONSUMER_OFF,
+        };
+        self.index(off).store(self.own, Ordering::Release);
+    }
+
+    /// The ring's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geo
+    }
+
+    /// Entries produced and not yet consumed.
+    pub fn pending(&self) -> u32 {
+        match self.role {
+            Role::KernelProduces => self.geo.count(self.own, self.theirs()),
+            Role::KernelConsumes => self.geo.count(self.theirs(), self.own),
+        }
+    }
+
+    /// Where userspace maps it.
+    pub fn mmap_info(&self) -> MmapInfo {
+        MmapInfo { offset: self.entry.offset(), size: self.entry.len() as u32, pad: 0 }
+    }
+
+    /// Copies `bytes` into the slot of index `i`.
+    fn write_slot(&self, i: u32, bytes: &[u8]) {
+        let n = bytes.len().min(self.geo.elem_size());
+        // SAFETY: The slot offset is within `buf_len` (masked index), `n`
+        // does not pass the slot, and the buffer is alive with `self`. The
+        // process may touch the memory concurrently; only bytes are copied.
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.entry.as_ptr().add(self.geo.slot_offset(i)), n)
+        };
+    }
+
+    /// Copies the slot of index `i` into `out`.
+    fn read_slot(&self, i: u32, out: &mut [u8]) {
+        let n = out.len().min(self.geo.elem_size());
+        // SAFETY: As in `write_slot`, in the other direction.
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.entry.as_ptr().add(self.geo.slot_offset(i)), out.as_mut_ptr(), n)
+        };
+    }
+
+    /// Appends an entry (kernel-produced rings); `false` if full.
+    pub fn push(&mut self, bytes: &[u8]) -> bool {
+        if self.role != Role::KernelProduces || self.geo.is_full(self.own, self.theirs()) {
+            return false;
+        }
+        self.write_slot(self.own, bytes);
+        self.own = self.geo.next(self.own);
+        self.publish();
+        true
+    }
+
+    /// A new ring of at least `entries` entries holding this one's pending
+    /// entries, in order, from slot 0. `EINVAL` if they do not fit.
+    pub fn resized(&self, uc: &Ucontext<Rrxe>, entries: u32, max_bytes: usize) -> Result<Self> {
+        let n = self.pending();
+        if entries < n {
+            return Err(EINVAL);
+        }
+        let mut new = Self::new(uc, self.role, entries, self.geo.elem_size() as u32, max_bytes)?;
+        let mut buf = KVec::from_elem(0u8, self.geo.elem_size(), GFP_KERNEL)?;
+        let mut i = match self.role {
+            Role::KernelProduces => self.theirs(),
+            Role::KernelConsumes => self.own,
+        };
+        for k in 0..n {
+            self.read_slot(i, &mut buf);
+            new.write_slot(k, &buf);
+            i = self.geo.next(i);
+        }
+        // `n <= entries <= index_mask`: no masking changes it.
+        match self.role {
+            Role::KernelProduces => new.own = n,
+            Role::KernelConsumes => new.index(ring::PRODUCER_OFF).store(n, Ordering::Release),
+        }
+        new.publish();
+        Ok(new)
+    }
+}

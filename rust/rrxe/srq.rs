@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues: a user-produced ring of receive WQEs in the rxe
+//! layout, resized by `modify_srq(IB_SRQ_MAX_WR)`. The rxe ABI passes a
+//! user pointer in the modify command where the new ring's mmap info goes.
+//! SRQs belong to user contexts; kernel SRQs wait for the kernel data path
+//! (`EOPNOTSUPP`).
+
+use crate::ib::{
+    object::{Pd, Srq},
+    srq::{SrqAttr, SrqInit, SrqMask},
+    udata::Udata,
+};
+use crate::logic::{
+    limits as l,
+    qp::{self, AttrError},
+};
+use crate::rrxe::{
+    device::{Rrxe, RrxeDev},
+    queue::{MmapInfo, Role, UserRing},
+};
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{Arc, SpinLock},
+    transmute::{AsBytes, FromBytes},
+};
+
+/// Largest SRQ ring: `max_srq_wr` slots of the largest receive WQE.
+const MAX_SRQ_RING_BYTES: usize =
+    crate::logic::ring::HDR_SIZE + ((l::MAX_SRQ_WR as usize + 1) << 9);
+
+/// The create response of the rxe ABI.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CreateSrqResp {
+    mi: MmapInfo,
+    srq_num: u32,
+    reserved: u32,
+}
+
+// SAFETY: Integers without padding (16 + 4 + 4 bytes).
+unsafe impl AsBytes for CreateSrqResp {}
+
+/// The modify command's driver data: where to write the new mmap info.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ModifySrqCmd {
+    mmap_info_addr: u64,
+}
+
+// SAFETY: Any bit pattern is a valid `u64`.
+unsafe impl FromBytes for ModifySrqCmd {}
+
+/// An SRQ's mutable state.
+pub struct SrqInner {
+    /// The ring.
+    pub ring: UserRing,
+    /// Scatter entries per WQE.
+    pub max_sge: u32,
+    /// The armed limit (0: none).
+    pub limit: u32,
+}
+
+/// An SRQ as the device's SRQ table holds it.
+#[pin_data]
+pub struct SrqShared {
+    /// Its number.
+    pub num: u32,
+    /// State and ring.
+    #[pin]
+    pub inner: SpinLock<SrqInner>,
+    uc: *const crate::ib::object::Ucontext<Rrxe>,
+}
+
+// SAFETY: `uc` points to the owning context, which outlives the SRQ (the
+// core destroys a context's objects first); the rest is behind the lock.
+unsafe impl Send for SrqShared {}
+// SAFETY: See above.
+unsafe impl Sync for SrqShared {}
+
+/// An SRQ as the core holds it: leaves the table when destroyed.
+pub struct RrxeSrq {
+    /// The SRQ.
+    pub shared: Arc<SrqShared>,
+    dev: *const RrxeDev,
+}
+
+// SAFETY: `dev` points to device data that outlives every SRQ.
+unsafe impl Send for RrxeSrq {}
+// SAFETY: See above.
+unsafe impl Sync for RrxeSrq {}
+
+impl Drop for RrxeSrq {
+    fn drop(&mut self) {
+        // SAFETY: See the `Send` impl.
+        unsafe { (*self.dev).srq_pool().remove(self.shared.num) };
+    }
+}
+
+fn attr_err(e: AttrError) -> Error {
+    match e {
+        AttrError::Invalid => EINVAL,
+        AttrError::NotSupported => EOPNOTSUPP,
+    }
+}
+
+/// `create_srq`.
+pub fn create_srq(pd: &Pd<Rrxe>, init: &SrqInit, udata: Option<&Udata>) -> Result<(RrxeSrq, SrqAttr)> {
+    if !init.basic {
+        return Err(EOPNOTSUPP);
+    }
+    let (max_wr, max_sge) = qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
+    let Some(udata) = udata else {
+        return Err(EOPNOTSUPP);
+    };
+    if udata.outlen() < core::mem::size_of::<CreateSrqResp>() {
+        return Err(EINVAL);
+    }
+    let uc = udata.ucontext::<Rrxe>();
+    let ring = UserRing::new(uc, Role::KernelConsumes, max_wr, qp::recv_wqe_size(max_sge), MAX_SRQ_RING_BYTES)?;
+    let attr = SrqAttr { max_wr: ring.geometry().index_mask, max_sge, srq_limit: init.attr.srq_limit };
+    let mi = ring.mmap_info();
+    let dev = pd.device().data();
+    let mut inner = Some(SrqInner { ring, max_sge, limit: init.attr.srq_limit });
+    let (num, shared) = dev.srq_pool().insert(|num| {
+        let inner = inner.take().ok_or(EINVAL)?;
+        Arc::pin_init(try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error), GFP_KERNEL)
+    })?;
+    let srq = RrxeSrq { shared, dev };
+    // On failure `srq` is dropped and leaves the table.
+    udata.write_out(&CreateSrqResp { mi, srq_num: num, reserved: 0 })?;
+    Ok((srq, attr))
+}
+
+/// `modify_srq`: resizing builds a new ring with the posted WQEs and writes
+/// its mmap info to the address the command names; the limit arms the
+/// limit event.
+pub fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&Udata>) -> Result {
+    if mask.unknown {
+        return Err(EINVAL);
+    }
+    let s = &srq.data().shared;
+    let mut g = s.inner.lock();
+    let capacity = g.ring.geometry().index_mask;
+    qp::check_srq_modify(mask.max_wr.then_some(attr.max_wr), mask.limit.then_some(attr.srq_limit), g.limit, capacity)
+        .map_err(attr_err)?;
+    if mask.max_wr {
+        let u = udata.ok_or(EINVAL)?;
+        let cmd: ModifySrqCmd = u.read_in()?;
+        // SAFETY: The owning context outlives the SRQ (see `SrqShared`).
+        let new = g.ring.resized(unsafe { &*s.uc }, attr.max_wr, MAX_SRQ_RING_BYTES)?;
+        Udata::write_to_user(cmd.mmap_info_addr, new.mmap_info().as_bytes())?;
+        // The old mapping's pages stay with the process until it unmaps.
+        g.ring = new;
+    }
+    if mask.limit {
+        g.limit = attr.srq_limit;
+    }
+    Ok(())
+}
+
+/// `query_srq`.
+pub fn query_srq(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
+    let g = srq.data().shared.inner.lock();
+    Ok(SrqAttr { max_wr: g.ring.geometry().index_mask, max_sge: g.max_sge, srq_limit: g.limit })
+}
