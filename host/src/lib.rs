@@ -28,3 +28,5 @@ pub mod ring;
 pub mod cqe;
 #[path = "../../rust/logic/qp.rs"]
 pub mod qp;
+#[path = "../../rust/logic/wqe.rs"]
+pub mod wqe;

@@ -14,3 +14,4 @@ pub mod mtu;
 pub mod mw;
 pub mod qp;
 pub mod ring;
+pub mod wqe;

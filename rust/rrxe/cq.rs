@@ -188,7 +188,6 @@ pub fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
 /// Adds a completion; the data path's entry point. An armed CQ calls its
 /// handler (solicited-only arms fire for solicited and error completions);
 /// a full CQ raises `IB_EVENT_CQ_ERR` and the completion is lost (`ENOSPC`).
-#[allow(dead_code)]
 pub fn post(cq: &Cq<Rrxe>, wc: &Wc, solicited: bool) -> Result {
     let fire = {
         let mut g = cq.data().inner.lock();

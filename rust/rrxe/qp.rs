@@ -14,11 +14,14 @@ use crate::ib::{
     udata::Udata,
 };
 use crate::logic::{
+    cqe::{status, Wc},
     limits as l,
     mtu::IbMtu,
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
+    wqe,
 };
 use crate::rrxe::{
+    cq,
     device::{Rrxe, RrxeDev},
     queue::{MmapInfo, Role, UserRing},
 };
@@ -172,8 +175,40 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
     if mask & qp::mask::AV != 0 && (new.av.port_num != 1 || i32::from(new.av.sgid_index) >= l::PORT_GID_TBL_LEN) {
         return Err(EINVAL);
     }
+    let was = g.attrs.state;
     qp::apply(&mut g.attrs, new, mask);
+    if g.attrs.state == QpState::Err && was != QpState::Err {
+        flush(q, s.qpn, &mut g);
+    }
     Ok(())
+}
+
+/// Completes every posted WQE with `IB_WC_WR_FLUSH_ERR` (wr_id, status and
+/// QP number, as rxe), send WQEs on the send CQ and receive WQEs on the
+/// receive CQ. A full CQ loses the rest (and raises its error event).
+fn flush(q: &Qp<Rrxe>, qpn: u32, g: &mut QpInner) {
+    let mut slot = KVec::new();
+    let mut wc = Wc { status: status::WR_FLUSH_ERR, qp_num: qpn, ..Default::default() };
+    let size = g.sq.geometry().elem_size().max(g.rq.as_ref().map_or(0, |r| r.geometry().elem_size()));
+    if slot.resize(size, 0u8, GFP_KERNEL).is_err() {
+        return;
+    }
+    if let Some(cq) = q.send_cq() {
+        while g.sq.pop(&mut slot) {
+            wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
+            if cq::post(cq, &wc, false).is_err() {
+                break;
+            }
+        }
+    }
+    if let (Some(cq), Some(rq)) = (q.recv_cq(), g.rq.as_mut()) {
+        while rq.pop(&mut slot) {
+            wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
+            if cq::post(cq, &wc, false).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 /// `query_qp`.

@@ -138,6 +138,18 @@ impl UserRing {
         true
     }
 
+    /// Takes the next entry userspace produced (kernel-consumed rings),
+    /// copying its slot into `out`; `false` if there is none.
+    pub fn pop(&mut self, out: &mut [u8]) -> bool {
+        if self.role != Role::KernelConsumes || self.pending() == 0 {
+            return false;
+        }
+        self.read_slot(self.own, out);
+        self.own = self.geo.next(self.own);
+        self.publish();
+        true
+    }
+
     /// A new ring of at least `entries` entries holding this one's pending
     /// entries, in order, from slot 0. `EINVAL` if they do not fit.
     pub fn resized(&self, uc: &Ucontext<Rrxe>, entries: u32, max_bytes: usize) -> Result<Self> {

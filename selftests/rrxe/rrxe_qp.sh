@@ -9,7 +9,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 6
+ktap_set_plan 7
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -20,6 +20,7 @@ cc -Wall -O2 -o "$bin" "$dir/rrxe_qp_test.c" -libverbs || ktap_exit_fail_msg "ca
 t() { "$bin" rrxeq0 "$@"; }
 check "capacities rounded as rxe's rings; bad capacities EINVAL; unsupported types fail" t caps
 check "RC, UC, UD: invalid transitions and out-of-range values EINVAL; RESET..RTS, ERR, RESET; query" t states
+check "moving to ERR completes 10 posted receives with WR_FLUSH_ERR, in order, on the receive CQ" t flush
 check "1000 QPs at once, distinct numbers" t many 1000
 check "AHs need a GRH on RoCE; ah_num (1..32767, distinct) in the create response, none for old providers" t ah
 

@@ -8,6 +8,7 @@
  *   caps         reported capacities and bad requests
  *   states       transitions and attribute values, RC, UC and UD
  *   ah           address handles: GRH required, ah_num in the response
+ *   flush        moving to ERR completes posted receives with WR_FLUSH_ERR
  *   many N       N QPs at once, distinct numbers
  *   leak N       N QPs, then exit without destroying them
  */
@@ -296,6 +297,58 @@ static int mode_ah(void)
 	return 0;
 }
 
+static int mode_flush(void)
+{
+	static char buf[4096];
+	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0), *rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp_init_attr ia = { .send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,
+				       .cap = { 16, 16, 1, 2, 0 } };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE };
+	struct ibv_sge sge = { (uintptr_t)buf, 64, 0 };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc[32];
+	struct ibv_qp *qp;
+	int n, r;
+
+	if (!scq || !rcq || !mr)
+		FAIL("CQs/MR: %s", strerror(errno));
+	sge.lkey = mr->lkey;
+	qp = ibv_create_qp(pd, &ia);
+	if (!qp)
+		FAIL("QP: %s", strerror(errno));
+	if ((r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)))
+		FAIL("INIT: %s", strerror(r));
+	for (int i = 0; i < 10; i++) {
+		wr.wr_id = 1000 + i;
+		if ((r = ibv_post_recv(qp, &wr, &bad)))
+			FAIL("post_recv %d: %s", i, strerror(r));
+	}
+	if ((n = ibv_poll_cq(rcq, 32, wc)) != 0)
+		FAIL("%d completions before the error", n);
+	a.qp_state = IBV_QPS_ERR;
+	if ((r = ibv_modify_qp(qp, &a, IBV_QP_STATE)))
+		FAIL("ERR: %s", strerror(r));
+	n = ibv_poll_cq(rcq, 32, wc);
+	if (n != 10)
+		FAIL("%d receive completions after ERR, expected 10", n);
+	for (int i = 0; i < n; i++)
+		if (wc[i].wr_id != 1000u + i || wc[i].status != IBV_WC_WR_FLUSH_ERR || wc[i].qp_num != qp->qp_num)
+			FAIL("completion %d: wr_id %llu status %d qp %u", i, (unsigned long long)wc[i].wr_id,
+			     wc[i].status, wc[i].qp_num);
+	if ((n = ibv_poll_cq(scq, 32, wc)) != 0)
+		FAIL("%d send completions with no send posted", n);
+	/* Moving to ERR again flushes nothing twice. */
+	a.qp_state = IBV_QPS_RESET;
+	if ((r = ibv_modify_qp(qp, &a, IBV_QP_STATE)) || ibv_poll_cq(rcq, 32, wc) != 0)
+		FAIL("RESET after flush: %s", strerror(r));
+	if (ibv_destroy_qp(qp) || ibv_destroy_cq(scq) || ibv_destroy_cq(rcq))
+		FAIL("cleanup: %s", strerror(errno));
+	printf("flush: ok\n");
+	return 0;
+}
+
 static int mode_many(int n, int leak)
 {
 	struct ibv_qp **qps = calloc(n, sizeof(*qps));
@@ -345,6 +398,8 @@ int main(int argc, char **argv)
 		return mode_caps();
 	if (!strcmp(argv[2], "states"))
 		return mode_states();
+	if (!strcmp(argv[2], "flush"))
+		return mode_flush();
 	if (!strcmp(argv[2], "ah"))
 		return mode_ah();
 	if (!strcmp(argv[2], "many"))

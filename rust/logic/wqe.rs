@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work queue entries in the rxe layout (`rdma_user_rxe.h`), parsed from a
+//! private copy of the slot. Userspace writes these, so every field is
+//! hostile: the opcode is range-checked first, then checked against the QP
+//! type; the SGE count is bounded by the QP's capacity and by the slot;
+//! lengths are summed with overflow checks; nothing is trusted that can be
+//! recomputed.
+
+/// `struct rxe_send_wqe` up to its SGEs / inline data.
+pub const SEND_HDR: usize = 208;
+/// `struct rxe_recv_wqe` up to its SGEs.
+pub const RECV_HDR: usize = 40;
+/// `struct rxe_sge`.
+pub const SGE: usize = 16;
+
+const WR_ID: usize = 0;
+const OPCODE: usize = 12;
+const SEND_FLAGS: usize = 16;
+const EX: usize = 20;
+const WR: usize = 24;
+/// `dma` in a send WQE.
+const SEND_DMA: usize = 184;
+/// `dma` in a receive WQE.
+const RECV_DMA: usize = 16;
+// Offsets inside `struct rxe_dma_info`.
+const DMA_LENGTH: usize = 0;
+const DMA_NUM_SGE: usize = 12;
+
+/// `IB_SEND_FENCE`.
+pub const SEND_FENCE: u32 = 1 << 0;
+/// `IB_SEND_SIGNALED`.
+pub const SEND_SIGNALED: u32 = 1 << 1;
+/// `IB_SEND_SOLICITED`.
+pub const SEND_SOLICITED: u32 = 1 << 2;
+/// `IB_SEND_INLINE`.
+pub const SEND_INLINE: u32 = 1 << 3;
+
+/// Largest message: 2^31 bytes (the port's `max_msg_sz`).
+pub const MAX_MSG: u64 = 1 << 31;
+
+/// The transports, as far as WQEs care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram (and GSI).
+    Ud,
+}
+
+/// Send opcodes userspace may post (`enum ib_uverbs_wr_opcode`) that rxe
+/// implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opcode {
+    /// RDMA write.
+    RdmaWrite,
+    /// RDMA write with immediate.
+    RdmaWriteImm,
+    /// Send.
+    Send,
+    /// Send with immediate.
+    SendImm,
+    /// RDMA read.
+    RdmaRead,
+    /// Atomic compare and swap.
+    CmpSwap,
+    /// Atomic fetch and add.
+    FetchAdd,
+    /// Local invalidate.
+    LocalInv,
+    /// Bind a memory window.
+    BindMw,
+    /// Send with invalidate.
+    SendInv,
+    /// Flush.
+    Flush,
+    /// Atomic write.
+    AtomicWrite,
+}
+
+impl Opcode {
+    /// From the WQE's value; `None` for anything rxe does not implement.
+    pub const fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => Self::RdmaWrite,
+            1 => Self::RdmaWriteImm,
+            2 => Self::Send,
+            3 => Self::SendImm,
+            4 => Self::RdmaRead,
+            5 => Self::CmpSwap,
+            6 => Self::FetchAdd,
+            7 => Self::LocalInv,
+            8 => Self::BindMw,
+            9 => Self::SendInv,
+            14 => Self::Flush,
+            15 => Self::AtomicWrite,
+            _ => return None,
+        })
+    }
+
+    /// Whether a QP of transport `t` may post it (rxe's tables).
+    pub const fn allowed_on(self, t: Transport) -> bool {
+        match t {
+            Transport::Ud => matches!(self, Self::Send | Self::SendImm),
+            Transport::Uc => matches!(
+                self,
+                Self::RdmaWrite | Self::RdmaWriteImm | Self::Send | Self::SendImm | Self::LocalInv | Self::BindMw
+            ),
+            Transport::Rc => true,
+        }
+    }
+
+    /// The `enum ib_wc_opcode` of its completion.
+    pub const fn wc_opcode(self) -> u32 {
+        match self {
+            Self::RdmaWrite | Self::RdmaWriteImm => 1,
+            Self::Send | Self::SendImm | Self::SendInv => 0,
+            Self::RdmaRead => 2,
+            Self::CmpSwap => 3,
+            Self::FetchAdd => 4,
+            Self::BindMw => 5,
+            Self::LocalInv => 6,
+            Self::Flush => 8,
+            Self::AtomicWrite => 9,
+        }
+    }
+
+    /// Whether it carries data from SGEs or inline (as opposed to none or
+    /// the atomic operands).
+    pub const fn has_payload(self) -> bool {
+        matches!(
+            self,
+            Self::RdmaWrite | Self::RdmaWriteImm | Self::Send | Self::SendImm | Self::SendInv | Self::RdmaRead
+        )
+    }
+}
+
+/// `enum ib_wc_opcode` of receive completions.
+pub const WC_RECV: u32 = 1 << 7;
+/// `enum ib_wc_opcode` of a received RDMA write with immediate.
+pub const WC_RECV_RDMA_WITH_IMM: u32 = (1 << 7) + 1;
+
+/// A scatter/gather entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Address in the MR's space.
+    pub addr: u64,
+    /// Length.
+    pub length: u32,
+    /// Local key.
+    pub lkey: u32,
+}
+
+/// Why a WQE is refused (the WQE completes with an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WqeError {
+    /// The slot is too small for the header.
+    Short,
+    /// Unknown opcode, or not allowed on this QP type.
+    Opcode,
+    /// More SGEs than the QP allows or the slot holds.
+    TooManySge,
+    /// Inline data larger than the QP allows.
+    InlineTooLong,
+    /// Total length above the maximum message size.
+    TooLong,
+}
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(off..off + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], off: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(b.get(off..off + 8)?.try_into().ok()?))
+}
+
+/// The work request's id, valid in any slot (for flushing).
+pub fn wr_id(slot: &[u8]) -> Option<u64> {
+    u64_at(slot, WR_ID)
+}
+
+/// The raw opcode of a send WQE (for flushing).
+pub fn raw_opcode(slot: &[u8]) -> Option<u32> {
+    u32_at(slot, OPCODE)
+}
+
+/// The operation-specific part of a send WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrDetail {
+    /// Nothing beyond the payload (sends).
+    None,
+    /// RDMA read/write and flush: the remote address and key.
+    Rdma {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// Atomics.
+    Atomic {
+        /// Remote address.
+        remote_addr: u64,
+        /// Compare (CAS) or add (FAA) operand.
+        compare_add: u64,
+        /// Swap operand.
+        swap: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// UD sends.
+    Ud {
+        /// Destination QP.
+        remote_qpn: u32,
+        /// Q_Key.
+        remote_qkey: u32,
+        /// P_Key index.
+        pkey_index: u16,
+        /// AH number (0: the address vector is embedded in the WQE).
+        ah_num: u32,
+    },
+    /// Memory window bind.
+    Mw {
+        /// Window start.
+        addr: u64,
+        /// Window length.
+        length: u64,
+        /// The MR's lkey.
+        mr_lkey: u32,
+        /// The window's current rkey.
+        mw_rkey: u32,
+        /// The new rkey.
+        rkey: u32,
+        /// Window access.
+        access: u32,
+    },
+    /// Local invalidate: the key.
+    Inv {
+        /// Key to invalidate.
+        rkey: u32,
+    },
+}
+
+/// Where a send WQE's data comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// `n` SGEs, starting at [`SEND_HDR`] in the slot.
+    Sges {
+        /// Number of SGEs.
+        n: u32,
+        /// Their total length.
+        length: u64,
+    },
+    /// `len` inline bytes at [`SEND_HDR`].
+    Inline {
+        /// Length.
+        len: u32,
+    },
+}
+
+/// A validated send WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendWqe {
+    /// Work request id.
+    pub wr_id: u64,
+    /// Operation.
+    pub opcode: Opcode,
+    /// `IB_SEND_*` flags.
+    pub send_flags: u32,
+    /// Immediate data (as stored, network order) or invalidate key.
+    pub ex: u32,
+    /// Operation-specific fields.
+    pub detail: WrDetail,
+    /// Data.
+    pub payload: Payload,
+}
+
+/// The SGE at index `i` of a WQE whose SGEs start at `base`.
+pub fn sge_at(slot: &[u8], base: usize, i: u32) -> Option<Sge> {
+    let off = base.checked_add((i as usize).checked_mul(SGE)?)?;
+    Some(Sge { addr: u64_at(slot, off)?, length: u32_at(slot, off + 8)?, lkey: u32_at(slot, off + 12)? })
+}
+
+fn sum_sges(slot: &[u8], base: usize, n: u32) -> Result<u64, WqeError> {
+    let mut total = 0u64;
+    for i in 0..n {
+        let s = sge_at(slot, base, i).ok_or(WqeError::TooManySge)?;
+        total += u64::from(s.length);
+    }
+    if total > MAX_MSG {
+        return Err(WqeError::TooLong);
+    }
+    Ok(total)
+}
+
+/// Parses and validates a send WQE copied from a slot, for a QP of
+/// transport `t` with capacities `max_sge` and `max_inline`.
+pub fn parse_send(slot: &[u8], t: Transport, max_sge: u32, max_inline: u32) -> Result<SendWqe, WqeError> {
+    if slot.len() < SEND_HDR {
+        return Err(WqeError::Short);
+    }
+    let get32 = |o| u32_at(slot, o).ok_or(WqeError::Short);
+    let get64 = |o| u64_at(slot, o).ok_or(WqeError::Short);
+    let opcode = Opcode::from_raw(get32(OPCODE)?).ok_or(WqeError::Opcode)?;
+    if !opcode.allowed_on(t) {
+        return Err(WqeError::Opcode);
+    }
+    let send_flags = get32(SEND_FLAGS)?;
+    let ex = get32(EX)?;
+    let detail = match opcode {
+        Opcode::Send | Opcode::SendImm | Opcode::SendInv if t == Transport::Ud => WrDetail::Ud {
+            remote_qpn: get32(WR)? & 0x00ff_ffff,
+            remote_qkey: get32(WR + 4)?,
+            pkey_index: get32(WR + 8)? as u16,
+            ah_num: get32(WR + 12)?,
+        },
+        Opcode::Send | Opcode::SendImm => WrDetail::None,
+        Opcode::SendInv => WrDetail::Inv { rkey: ex },
+        Opcode::RdmaWrite | Opcode::RdmaWriteImm | Opcode::RdmaRead | Opcode::Flush => {
+            WrDetail::Rdma { remote_addr: get64(WR)?, rkey: get32(WR + 8)? }
+        }
+        Opcode::CmpSwap | Opcode::FetchAdd => WrDetail::Atomic {
+            remote_addr: get64(WR)?,
+            compare_add: get64(WR + 8)?,
+            swap: get64(WR + 16)?,
+            rkey: get32(WR + 24)?,
+        },
+        Opcode::AtomicWrite => WrDetail::Rdma { remote_addr: get64(WR)?, rkey: get32(WR + 8)? },
+        Opcode::LocalInv => WrDetail::Inv { rkey: ex },
+        Opcode::BindMw => WrDetail::Mw {
+            addr: get64(WR)?,
+            length: get64(WR + 8)?,
+            mr_lkey: get32(WR + 16)?,
+            mw_rkey: get32(WR + 20)?,
+            rkey: get32(WR + 24)?,
+            access: get32(WR + 28)?,
+        },
+    };
+    let payload = if !opcode.has_payload() {
+        Payload::Sges { n: 0, length: 0 }
+    } else if send_flags & SEND_INLINE != 0 && opcode != Opcode::RdmaRead {
+        // librxe's inline list builder leaves `dma.length` 0; rxe sends what
+        // it says, bounded here by the QP's inline capacity and the slot.
+        let len = get32(SEND_DMA + DMA_LENGTH)?;
+        if len > max_inline || SEND_HDR + len as usize > slot.len() {
+            return Err(WqeError::InlineTooLong);
+        }
+        Payload::Inline { len }
+    } else {
+        let n = get32(SEND_DMA + DMA_NUM_SGE)?;
+        if n > max_sge || SEND_HDR + n as usize * SGE > slot.len() {
+            return Err(WqeError::TooManySge);
+        }
+        // The total is recomputed, not taken from `dma.length` (which
+        // librxe's SGE list builder gets wrong).
+        Payload::Sges { n, length: sum_sges(slot, SEND_HDR, n)? }
+    };
+    Ok(SendWqe { wr_id: get64(WR_ID)?, opcode, send_flags, ex, detail, payload })
+}
+
+/// A validated receive WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvWqe {
+    /// Work request id.
+    pub wr_id: u64,
+    /// SGEs, starting at [`RECV_HDR`].
+    pub num_sge: u32,
+    /// Their total length.
+    pub length: u64,
+}
+
+/// Parses and validates a receive WQE for a queue of `max_sge` SGEs.
+pub fn parse_recv(slot: &[u8], max_sge: u32) -> Result<RecvWqe, WqeError> {
+    let wr_id = u64_at(slot, WR_ID).ok_or(WqeError::Short)?;
+    let n = u32_at(slot, RECV_DMA + DMA_NUM_SGE).ok_or(WqeError::Short)?;
+    if n > max_sge || RECV_HDR + n as usize * SGE > slot.len() {
+        return Err(WqeError::TooManySge);
+    }
+    Ok(RecvWqe { wr_id, num_sge: n, length: sum_sges(slot, RECV_HDR, n)? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put32(b: &mut [u8], o: usize, v: u32) {
+        b[o..o + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+    fn put64(b: &mut [u8], o: usize, v: u64) {
+        b[o..o + 8].copy_from_slice(&v.to_ne_bytes());
+    }
+    fn send_slot(op: u32, flags: u32, sges: &[(u64, u32, u32)]) -> [u8; 512] {
+        let mut b = [0u8; 512];
+        put64(&mut b, 0, 0xfeed);
+        put32(&mut b, OPCODE, op);
+        put32(&mut b, SEND_FLAGS, flags);
+        put32(&mut b, SEND_DMA + DMA_NUM_SGE, sges.len() as u32);
+        for (i, s) in sges.iter().enumerate() {
+            put64(&mut b, SEND_HDR + i * 16, s.0);
+            put32(&mut b, SEND_HDR + i * 16 + 8, s.1);
+            put32(&mut b, SEND_HDR + i * 16 + 12, s.2);
+        }
+        b
+    }
+
+    #[test]
+    fn send_on_each_transport() {
+        let b = send_slot(2, SEND_SIGNALED, &[(0x1000, 100, 0x105), (0x2000, 28, 0x105)]);
+        let w = parse_send(&b, Transport::Rc, 4, 0).unwrap();
+        assert_eq!((w.wr_id, w.opcode, w.payload), (0xfeed, Opcode::Send, Payload::Sges { n: 2, length: 128 }));
+        assert_eq!(sge_at(&b, SEND_HDR, 1), Some(Sge { addr: 0x2000, length: 28, lkey: 0x105 }));
+        let mut u = b;
+        put32(&mut u, WR, 0xff00_0042);
+        put32(&mut u, WR + 12, 7);
+        let w = parse_send(&u, Transport::Ud, 4, 0).unwrap();
+        assert_eq!(w.detail, WrDetail::Ud { remote_qpn: 0x42, remote_qkey: 0, pkey_index: 0, ah_num: 7 });
+    }
+
+    #[test]
+    fn opcodes_are_checked_first() {
+        for bad in [10, 11, 12, 13, 16, 0x20, u32::MAX] {
+            assert_eq!(parse_send(&send_slot(bad, 0, &[]), Transport::Rc, 4, 0), Err(WqeError::Opcode));
+        }
+        // Reads and atomics are RC only; UD only sends.
+        assert_eq!(parse_send(&send_slot(4, 0, &[]), Transport::Uc, 4, 0), Err(WqeError::Opcode));
+        assert_eq!(parse_send(&send_slot(0, 0, &[]), Transport::Ud, 4, 0), Err(WqeError::Opcode));
+        assert!(parse_send(&send_slot(0, 0, &[]), Transport::Uc, 4, 0).is_ok());
+        assert_eq!(Opcode::FetchAdd.wc_opcode(), 4);
+    }
+
+    #[test]
+    fn hostile_counts_and_lengths() {
+        let mut b = send_slot(2, 0, &[]);
+        put32(&mut b, SEND_DMA + DMA_NUM_SGE, 5);
+        assert_eq!(parse_send(&b, Transport::Rc, 4, 0), Err(WqeError::TooManySge));
+        put32(&mut b, SEND_DMA + DMA_NUM_SGE, u32::MAX);
+        assert_eq!(parse_send(&b, Transport::Rc, u32::MAX, 0), Err(WqeError::TooManySge));
+        // 19 SGEs fill a 512-byte slot (208 + 304); 20 do not fit.
+        put32(&mut b, SEND_DMA + DMA_NUM_SGE, 19);
+        assert!(parse_send(&b, Transport::Rc, 32, 0).is_ok());
+        put32(&mut b, SEND_DMA + DMA_NUM_SGE, 20);
+        assert_eq!(parse_send(&b, Transport::Rc, 32, 0), Err(WqeError::TooManySge));
+        // Lengths sum past 2^31.
+        let big = send_slot(2, 0, &[(0, u32::MAX, 1), (0, u32::MAX, 1)]);
+        assert_eq!(parse_send(&big, Transport::Rc, 4, 0), Err(WqeError::TooLong));
+        // A lying dma.length is ignored.
+        let mut l = send_slot(2, 0, &[(0, 10, 1)]);
+        put32(&mut l, SEND_DMA + DMA_LENGTH, 999_999);
+        assert_eq!(parse_send(&l, Transport::Rc, 4, 0).unwrap().payload, Payload::Sges { n: 1, length: 10 });
+        assert_eq!(parse_send(&[0u8; 100], Transport::Rc, 4, 0), Err(WqeError::Short));
+    }
+
+    #[test]
+    fn inline() {
+        let mut b = send_slot(2, SEND_INLINE, &[]);
+        put32(&mut b, SEND_DMA + DMA_LENGTH, 64);
+        assert_eq!(parse_send(&b, Transport::Rc, 1, 64).unwrap().payload, Payload::Inline { len: 64 });
+        assert_eq!(parse_send(&b, Transport::Rc, 1, 63), Err(WqeError::InlineTooLong));
+        put32(&mut b, SEND_DMA + DMA_LENGTH, 400);
+        assert_eq!(parse_send(&b, Transport::Rc, 1, 512), Err(WqeError::InlineTooLong));
+    }
+
+    #[test]
+    fn recv() {
+        let mut b = [0u8; 128];
+        put64(&mut b, 0, 77);
+        put32(&mut b, RECV_DMA + DMA_NUM_SGE, 2);
+        put32(&mut b, RECV_HDR + 8, 4096);
+        put32(&mut b, RECV_HDR + 16 + 8, 100);
+        assert_eq!(parse_recv(&b, 2), Ok(RecvWqe { wr_id: 77, num_sge: 2, length: 4196 }));
+        assert_eq!(parse_recv(&b, 1), Err(WqeError::TooManySge));
+        put32(&mut b, RECV_DMA + DMA_NUM_SGE, 6);
+        assert_eq!(parse_recv(&b, 8), Err(WqeError::TooManySge));
+        assert_eq!(wr_id(&b), Some(77));
+    }
+}
