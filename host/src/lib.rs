@@ -30,3 +30,7 @@ pub mod cqe;
 pub mod qp;
 #[path = "../../rust/logic/wqe.rs"]
 pub mod wqe;
+#[path = "../../rust/logic/icrc.rs"]
+pub mod icrc;
+#[path = "../../rust/logic/hdr.rs"]
+pub mod hdr;

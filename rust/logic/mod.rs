@@ -8,6 +8,8 @@ pub mod bounds;
 pub mod cqe;
 pub mod dm;
 pub mod guid;
+pub mod hdr;
+pub mod icrc;
 pub mod keys;
 pub mod limits;
 pub mod mtu;
