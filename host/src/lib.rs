@@ -34,3 +34,5 @@ pub mod wqe;
 pub mod icrc;
 #[path = "../../rust/logic/hdr.rs"]
 pub mod hdr;
+#[path = "../../rust/logic/mcast.rs"]
+pub mod mcast;

@@ -200,6 +200,17 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// Attaches a UD QP to the multicast group `gid` (the core checked the
+    /// QP type and the address).
+    fn attach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Detaches a QP from a multicast group.
+    fn detach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// A new QP in `pd`. Returns its data, its number and the capacities
     /// it has (at least those asked for), which go back to the caller.
     fn create_qp(_pd: &Pd<Self>, _init: &QpInit, _udata: Option<&Udata>) -> Result<(Self::Qp, u32, QpCap)> {
@@ -655,6 +666,10 @@ impl<T: Driver> Adapter<T> {
             o.query_qp = Some(Self::query_qp);
             o.destroy_qp = Some(Self::destroy_qp);
             o.size_ib_qp = core::mem::size_of::<Qp<T>>();
+        }
+        if T::HAS_ATTACH_MCAST {
+            o.attach_mcast = Some(Self::attach_mcast);
+            o.detach_mcast = Some(Self::detach_mcast);
         }
         if T::HAS_ALLOC_MR {
             o.alloc_mr = Some(Self::alloc_mr);
@@ -1172,6 +1187,25 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: As above; the core frees the QP after success and
             // the data is not used again.
             unsafe { Qp::<T>::drop_data(qp) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn attach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> c_int {
+        from_result(|| {
+            // SAFETY: A live QP of this device and the group's GID, for the
+            // call; `raw` covers the whole GID union.
+            let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
+            T::attach_mcast(q, &g)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn detach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `attach_mcast`.
+            let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
+            T::detach_mcast(q, &g)?;
             Ok(0)
         })
     }

@@ -12,6 +12,7 @@ pub mod hdr;
 pub mod icrc;
 pub mod keys;
 pub mod limits;
+pub mod mcast;
 pub mod mtu;
 pub mod mw;
 pub mod qp;

@@ -24,6 +24,7 @@ use crate::logic::{
 };
 use crate::rrxe::{
     ah::{self, AhShared, RrxeAh},
+    mcast::{self, McastTable},
     cq::{self, RrxeCq},
     qp::{self, QpShared, RrxeQp},
     srq::{self, RrxeSrq, SrqShared},
@@ -33,7 +34,11 @@ use crate::rrxe::{
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::pr_err_ratelimited;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
 
 /// Per-device state.
 #[pin_data]
@@ -66,6 +71,9 @@ pub struct RrxeDev {
     /// Shared receive queues, by number.
     #[pin]
     srqs: Pool<SrqShared>,
+    /// Multicast groups.
+    #[pin]
+    mcast: Mutex<McastTable>,
 }
 
 impl RrxeDev {
@@ -82,6 +90,11 @@ impl RrxeDev {
     /// The device attributes.
     pub fn attrs(&self) -> &DeviceAttrs {
         &self.attrs
+    }
+
+    /// The multicast groups.
+    pub fn mcast(&self) -> &Mutex<McastTable> {
+        &self.mcast
     }
 
     /// The SRQ table.
@@ -286,6 +299,14 @@ impl Driver for Rrxe {
         srq::query_srq(s)
     }
 
+    fn attach_mcast(q: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        mcast::attach(q, gid)
+    }
+
+    fn detach_mcast(q: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        mcast::detach(q, gid)
+    }
+
     fn create_qp(pd: &Pd<Self>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
         qp::create_qp(pd, init, udata)
     }
@@ -384,6 +405,7 @@ impl LinkHandler for Rrxe {
             qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
             ahs <- Pool::new(1, l::MAX_AH, l::MAX_AH),
             srqs <- Pool::new(l::MIN_SRQ_INDEX, l::MIN_SRQ_INDEX + l::MAX_SRQ - 1, l::MAX_SRQ),
+            mcast <- new_mutex!(McastTable::default()),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

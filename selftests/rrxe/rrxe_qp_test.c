@@ -9,6 +9,7 @@
  *   states       transitions and attribute values, RC, UC and UD
  *   ah           address handles: GRH required, ah_num in the response
  *   flush        moving to ERR completes posted receives with WR_FLUSH_ERR
+ *   mcast        multicast attach/detach and rxe's limits
  *   many N       N QPs at once, distinct numbers
  *   leak N       N QPs, then exit without destroying them
  */
@@ -349,6 +350,73 @@ static int mode_flush(void)
 	return 0;
 }
 
+static void mgid(union ibv_gid *g, unsigned n)
+{
+	memset(g, 0, sizeof(*g));
+	g->raw[0] = 0xff;
+	g->raw[1] = 0x0e;
+	g->raw[14] = n >> 8;
+	g->raw[15] = n;
+}
+
+static int mode_mcast(void)
+{
+	static struct ibv_qp *q[57];
+	union ibv_gid g;
+	struct ibv_qp *rc;
+	int r;
+
+	for (int i = 0; i < 57; i++)
+		if (!(q[i] = mkqp(IBV_QPT_UD, 4, 4, 1, 1, 0)))
+			FAIL("UD QP %d: %s", i, strerror(errno));
+	mgid(&g, 1);
+	if ((r = ibv_attach_mcast(q[0], &g, 0)) || (r = ibv_attach_mcast(q[0], &g, 0)))
+		FAIL("attach (twice): %s", strerror(r));
+	if ((r = ibv_detach_mcast(q[0], &g, 0)))
+		FAIL("detach: %s", strerror(r));
+	if ((r = ibv_detach_mcast(q[0], &g, 0)) != EINVAL)
+		FAIL("detach when not attached: %d, expected EINVAL", r);
+	rc = mkqp(IBV_QPT_RC, 4, 4, 1, 1, 0);
+	if (!rc || (r = ibv_attach_mcast(rc, &g, 0)) != EINVAL)
+		FAIL("RC QP attach: %d, expected EINVAL", r);
+	ibv_destroy_qp(rc);
+
+	/* 56 QPs per group. */
+	for (int i = 0; i < 56; i++)
+		if ((r = ibv_attach_mcast(q[i], &g, 0)))
+			FAIL("QP %d of 56 on one group: %s", i, strerror(r));
+	if ((r = ibv_attach_mcast(q[56], &g, 0)) != ENOMEM)
+		FAIL("57th QP on one group: %d, expected ENOMEM", r);
+	if (ibv_destroy_qp(q[3]) != EBUSY)
+		FAIL("an attached QP was destroyed");
+	for (int i = 0; i < 56; i++)
+		if ((r = ibv_detach_mcast(q[i], &g, 0)))
+			FAIL("detach QP %d: %s", i, strerror(r));
+
+	/* 8192 groups. */
+	for (unsigned n = 0; n < 8192; n++) {
+		mgid(&g, n);
+		if ((r = ibv_attach_mcast(q[0], &g, 0)))
+			FAIL("group %u of 8192: %s", n, strerror(r));
+	}
+	mgid(&g, 8192);
+	if ((r = ibv_attach_mcast(q[1], &g, 0)) != ENOMEM)
+		FAIL("group 8193: %d, expected ENOMEM", r);
+	for (unsigned n = 0; n < 8192; n++) {
+		mgid(&g, n);
+		if ((r = ibv_detach_mcast(q[0], &g, 0)))
+			FAIL("detach group %u: %s", n, strerror(r));
+	}
+	/* Room again, and destroy works once detached. */
+	if ((r = ibv_attach_mcast(q[1], &g, 0)) || (r = ibv_detach_mcast(q[1], &g, 0)))
+		FAIL("attach after all were detached: %s", strerror(r));
+	for (int i = 0; i < 57; i++)
+		if (ibv_destroy_qp(q[i]))
+			FAIL("destroy QP %d: %s", i, strerror(errno));
+	printf("multicast: ok\n");
+	return 0;
+}
+
 static int mode_many(int n, int leak)
 {
 	struct ibv_qp **qps = calloc(n, sizeof(*qps));
@@ -360,6 +428,16 @@ static int mode_many(int n, int leak)
 		for (int j = 0; j < i; j += 97)
 			if (qps[j]->qp_num == qps[i]->qp_num)
 				FAIL("QPs %d and %d share number %u", j, i, qps[i]->qp_num);
+	}
+	if (leak) {
+		/* Some attached to a multicast group, which exit must undo. */
+		union ibv_gid g;
+		int r;
+
+		mgid(&g, 7);
+		for (int i = 2, k = 0; i < n && k < 50; i += 3, k++)
+			if ((r = ibv_attach_mcast(qps[i], &g, 0)))
+				FAIL("attach QP %d: %s", i, strerror(r));
 	}
 	printf("created %d\n", n);
 	fflush(stdout);
@@ -398,6 +476,8 @@ int main(int argc, char **argv)
 		return mode_caps();
 	if (!strcmp(argv[2], "states"))
 		return mode_states();
+	if (!strcmp(argv[2], "mcast"))
+		return mode_mcast();
 	if (!strcmp(argv[2], "flush"))
 		return mode_flush();
 	if (!strcmp(argv[2], "ah"))

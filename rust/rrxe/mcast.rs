@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Multicast groups: which UD QPs receive a multicast GID, within rxe's
+//! limits (8192 groups, 56 QPs per group, 0x70000 attachments). Joining the
+//! netdev's link-layer multicast addresses comes with the network layer.
+
+use crate::ib::object::Qp;
+use crate::logic::{
+    limits as l,
+    mcast::{self, Attach, Limits, McastError},
+};
+use crate::rrxe::device::Rrxe;
+use kernel::prelude::*;
+
+/// One group.
+pub struct Group {
+    /// The multicast GID.
+    pub gid: [u8; 16],
+    /// Member QP numbers.
+    pub qpns: KVec<u32>,
+}
+
+/// The device's groups.
+#[derive(Default)]
+pub struct McastTable {
+    /// Groups, in creation order.
+    pub groups: KVec<Group>,
+    /// Attachments over all groups.
+    pub total: usize,
+}
+
+const LIMITS: Limits = Limits {
+    groups: l::MAX_MCAST_GRP as usize,
+    per_group: l::MAX_MCAST_QP_ATTACH as usize,
+    total: l::MAX_TOT_MCAST_QP_ATTACH as usize,
+};
+
+/// `attach_mcast`: `ENOMEM` when a limit is reached; attaching twice is a
+/// no-op.
+pub fn attach(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+    let qpn = q.qp_num();
+    let mut t = q.device().data().mcast().lock();
+    let plan = {
+        let groups = &t.groups;
+        mcast::plan_attach(groups.iter().map(|g| &g.gid), |i| &groups[i].qpns, gid, qpn, t.total, LIMITS)
+    };
+    match plan {
+        Ok(Attach::Present) => return Ok(()),
+        Ok(Attach::AddTo(i)) => t.groups[i].qpns.push(qpn, GFP_KERNEL)?,
+        Ok(Attach::NewGroup) => {
+            let mut qpns = KVec::new();
+            qpns.push(qpn, GFP_KERNEL)?;
+            t.groups.push(Group { gid: *gid, qpns }, GFP_KERNEL)?;
+        }
+        Err(McastError::Full) => return Err(ENOMEM),
+        Err(McastError::NotAttached) => return Err(EINVAL),
+    }
+    t.total += 1;
+    Ok(())
+}
+
+/// `detach_mcast`: `EINVAL` if the QP is not attached; the group goes with
+/// its last member.
+pub fn detach(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+    let qpn = q.qp_num();
+    let mut t = q.device().data().mcast().lock();
+    let gi = t.groups.iter().position(|g| g.gid == *gid).ok_or(EINVAL)?;
+    let qi = t.groups[gi].qpns.iter().position(|&n| n == qpn).ok_or(EINVAL)?;
+    t.groups[gi].qpns.remove(qi)?;
+    if t.groups[gi].qpns.is_empty() {
+        t.groups.remove(gi)?;
+    }
+    t.total -= 1;
+    Ok(())
+}
