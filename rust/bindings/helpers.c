@@ -52,6 +52,34 @@ static const struct uapi_definition rrxe_uapi_defs[] = {
 
 void rrxe_ib_set_dm_uapi(struct ib_device *ibdev) { ibdev->driver_def = rrxe_uapi_defs; }
 
+/*
+ * The port's hardware counters, under rdma_rxe's names and in its order
+ * (rrxe_hw_counter in helpers.h indexes them).
+ */
+static const struct rdma_stat_desc rrxe_counter_descs[] = {
+	[RRXE_CNT_SENT_PKTS].name = "sent_pkts",
+	[RRXE_CNT_RCVD_PKTS].name = "rcvd_pkts",
+	[RRXE_CNT_DUP_REQ].name = "duplicate_request",
+	[RRXE_CNT_OUT_OF_SEQ_REQ].name = "out_of_seq_request",
+	[RRXE_CNT_RCV_RNR].name = "rcvd_rnr_err",
+	[RRXE_CNT_SND_RNR].name = "send_rnr_err",
+	[RRXE_CNT_RCV_SEQ_ERR].name = "rcvd_seq_err",
+	[RRXE_CNT_SENDER_SCHED].name = "ack_deferred",
+	[RRXE_CNT_RETRY_EXCEEDED].name = "retry_exceeded_err",
+	[RRXE_CNT_RNR_RETRY_EXCEEDED].name = "retry_rnr_exceeded_err",
+	[RRXE_CNT_COMP_RETRY].name = "completer_retry_err",
+	[RRXE_CNT_SEND_ERR].name = "send_err",
+	[RRXE_CNT_LINK_DOWNED].name = "link_downed",
+	[RRXE_CNT_RDMA_SEND].name = "rdma_sends",
+	[RRXE_CNT_RDMA_RECV].name = "rdma_recvs",
+	[RRXE_CNT_SENT_BYTES].name = "sent_bytes",
+	[RRXE_CNT_RCVD_BYTES].name = "rcvd_bytes",
+};
+static_assert(ARRAY_SIZE(rrxe_counter_descs) == RRXE_NUM_COUNTERS);
+
+struct rdma_hw_stats *rrxe_alloc_hw_port_stats(void)
+{ return rdma_alloc_hw_stats_struct(rrxe_counter_descs, RRXE_NUM_COUNTERS, RDMA_HW_STATS_DEFAULT_LIFESPAN); }
+
 struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata)
 { return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context; }
 

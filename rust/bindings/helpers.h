@@ -19,6 +19,29 @@ enum rrxe_uverbs_attrs {
 	RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET = 1U << UVERBS_ID_NS_SHIFT,
 };
 
+/* Port counters, in rdma_rxe's order (names in helpers.c). */
+enum rrxe_hw_counter {
+	RRXE_CNT_SENT_PKTS,
+	RRXE_CNT_RCVD_PKTS,
+	RRXE_CNT_DUP_REQ,
+	RRXE_CNT_OUT_OF_SEQ_REQ,
+	RRXE_CNT_RCV_RNR,
+	RRXE_CNT_SND_RNR,
+	RRXE_CNT_RCV_SEQ_ERR,
+	RRXE_CNT_SENDER_SCHED,
+	RRXE_CNT_RETRY_EXCEEDED,
+	RRXE_CNT_RNR_RETRY_EXCEEDED,
+	RRXE_CNT_COMP_RETRY,
+	RRXE_CNT_SEND_ERR,
+	RRXE_CNT_LINK_DOWNED,
+	RRXE_CNT_RDMA_SEND,
+	RRXE_CNT_RDMA_RECV,
+	RRXE_CNT_SENT_BYTES,
+	RRXE_CNT_RCVD_BYTES,
+	RRXE_NUM_COUNTERS,
+};
+
+struct rdma_hw_stats *rrxe_alloc_hw_port_stats(void);
 unsigned long rrxe_dm_size(void);
 void rrxe_ib_set_dm_uapi(struct ib_device *ibdev);
 struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata);

@@ -22,6 +22,7 @@ use super::{
     cq::{CqAttr, NotifyFlags, WcOut},
     qp::{self, QpInit},
     srq::{SrqAttr, SrqInit, SrqMask},
+    stats,
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
     netdev::NetDev,
@@ -208,6 +209,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Detaches a QP from a multicast group.
     fn detach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The port's counter values, indexed by [`stats::Counter`].
+    fn hw_counters(_dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -666,6 +672,10 @@ impl<T: Driver> Adapter<T> {
             o.query_qp = Some(Self::query_qp);
             o.destroy_qp = Some(Self::destroy_qp);
             o.size_ib_qp = core::mem::size_of::<Qp<T>>();
+        }
+        if T::HAS_HW_COUNTERS {
+            o.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+            o.get_hw_stats = Some(Self::get_hw_stats);
         }
         if T::HAS_ATTACH_MCAST {
             o.attach_mcast = Some(Self::attach_mcast);
@@ -1189,6 +1199,33 @@ impl<T: Driver> Adapter<T> {
             unsafe { Qp::<T>::drop_data(qp) };
             Ok(0)
         })
+    }
+
+    unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut bindings::ib_device, _port: u32) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: Allocates a stats structure over the static name table.
+        unsafe { bindings::rrxe_alloc_hw_port_stats() }
+    }
+
+    unsafe extern "C" fn get_hw_stats(
+        ib: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        if port == 0 || stats.is_null() {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: A live device of ours.
+        let values = T::hw_counters(unsafe { Device::<T>::from_raw(ib) }, port);
+        // SAFETY: `stats` came from `alloc_hw_port_stats`, so `value` has
+        // `NUM_COUNTERS` entries; the core holds its lock for the call.
+        unsafe {
+            let v = (*stats).value.as_mut_ptr();
+            for (i, x) in values.iter().enumerate() {
+                v.add(i).write(*x);
+            }
+        }
+        stats::NUM_COUNTERS as c_int
     }
 
     unsafe extern "C" fn attach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> c_int {

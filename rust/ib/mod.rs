@@ -22,6 +22,7 @@ pub mod netdev;
 pub mod object;
 pub mod qp;
 pub mod srq;
+pub mod stats;
 pub mod udata;
 pub mod umem;
 

@@ -10,6 +10,7 @@ use crate::ib::{
     ah::AhInit,
     object::{Ah, Cq, Pd, Qp, Srq, Ucontext},
     srq::{SrqAttr, SrqInit, SrqMask},
+    stats::{self, Counter},
     qp::QpInit,
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
@@ -55,8 +56,9 @@ pub struct RrxeDev {
     active_mtu: AtomicU32,
     /// Number of live PDs, bounded by `max_pd`.
     pds: AtomicU32,
-    /// How often the link went down (`link_downed`).
-    link_downed: AtomicU64,
+    /// Port counters, indexed by `stats::Counter` (`link_downed` among
+    /// them).
+    counters: [AtomicU64; stats::NUM_COUNTERS],
     /// Device memory in use, in bytes (whole pages), at most
     /// `attrs.max_dm_size`.
     dm_used: AtomicU64,
@@ -85,6 +87,11 @@ impl RrxeDev {
     /// The MW table.
     pub fn mw_pool(&self) -> &Pool<RrxeMw> {
         &self.mws
+    }
+
+    /// Adds `n` to a port counter.
+    pub fn count(&self, c: Counter, n: u64) {
+        self.counters[c as usize].fetch_add(n, Ordering::Relaxed);
     }
 
     /// The device attributes.
@@ -307,6 +314,11 @@ impl Driver for Rrxe {
         mcast::detach(q, gid)
     }
 
+    fn hw_counters(dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
+        let c = &dev.data().counters;
+        core::array::from_fn(|i| c[i].load(Ordering::Relaxed))
+    }
+
     fn create_qp(pd: &Pd<Self>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
         qp::create_qp(pd, init, udata)
     }
@@ -399,7 +411,7 @@ impl LinkHandler for Rrxe {
             mws <- Pool::new(l::MIN_MW_INDEX, l::MAX_MW_INDEX, l::MAX_MW),
             active_mtu: AtomicU32::new(mtu::active_mtu(ndev.mtu()) as u32),
             pds: AtomicU32::new(0),
-            link_downed: AtomicU64::new(0),
+            counters: [const { AtomicU64::new(0) }; stats::NUM_COUNTERS],
             dm_used: AtomicU64::new(0),
             cqs: AtomicU32::new(0),
             qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
@@ -431,7 +443,7 @@ impl Handler for Rrxe {
             Event::ChangeMtu => dev.data().set_mtu(ndev.mtu()),
             Event::Down | Event::Change => {
                 if !ndev.port_active() {
-                    dev.data().link_downed.fetch_add(1, Ordering::Relaxed);
+                    dev.data().count(Counter::LinkDowned, 1);
                 }
             }
             Event::Up | Event::Other(_) => {}
