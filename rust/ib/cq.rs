@@ -7,11 +7,7 @@
 //! none for kernel CQs. The driver reports the capacity it made, which the
 //! layer stores in `cq->cqe` (the core returns it to userspace).
 
-use super::{
-    bindings,
-    device::Driver,
-    object::Cq,
-};
+use super::{bindings, device::Driver};
 use crate::logic::cqe::Wc;
 
 /// What `create_cq` was asked for.
@@ -106,12 +102,40 @@ impl<'a> WcOut<'a> {
     }
 }
 
-impl<T: Driver> Cq<T> {
-    /// Calls the consumer's completion handler (an armed CQ got an entry).
-    pub fn notify(&self) {
-        let cq = self.as_raw();
-        // SAFETY: The core set the handler and context before `create_cq`
-        // and they stay while the CQ lives.
+/// A CQ's C object, for code that outlives a borrow of it (the data path
+/// posts completions to the CQs of QPs it found by number).
+///
+/// # Invariants
+///
+/// Points to a CQ of driver `T` that was alive when the handle was made.
+/// Whoever holds a handle must stop using it before the CQ is destroyed
+/// (the driver's CQ data keeps a "destroyed" flag under its lock for that).
+pub struct CqRef<T: Driver>(core::ptr::NonNull<bindings::ib_cq>, core::marker::PhantomData<T>);
+
+// SAFETY: The pointer is only dereferenced under the rules above, which do
+// not depend on the thread.
+unsafe impl<T: Driver> Send for CqRef<T> {}
+// SAFETY: See above.
+unsafe impl<T: Driver> Sync for CqRef<T> {}
+
+impl<T: Driver> CqRef<T> {
+    /// # Safety
+    ///
+    /// `cq` must be a CQ of driver `T` being created or alive.
+    pub(crate) unsafe fn from_raw(cq: *mut bindings::ib_cq) -> Self {
+        // SAFETY: Not null by the caller's promise.
+        Self(unsafe { core::ptr::NonNull::new_unchecked(cq) }, core::marker::PhantomData)
+    }
+
+    /// Calls the consumer's completion handler.
+    ///
+    /// # Safety
+    ///
+    /// The CQ must not have been destroyed (see the type invariant).
+    pub unsafe fn notify(&self) {
+        let cq = self.0.as_ptr();
+        // SAFETY: Alive by the caller's promise; the core set the handler
+        // and context before `create_cq`.
         unsafe {
             if let Some(h) = (*cq).comp_handler {
                 h(cq, (*cq).cq_context);
@@ -120,8 +144,12 @@ impl<T: Driver> Cq<T> {
     }
 
     /// Raises `IB_EVENT_CQ_ERR` (the CQ overflowed).
-    pub fn raise_error(&self) {
-        let cq = self.as_raw();
+    ///
+    /// # Safety
+    ///
+    /// As for [`notify`](Self::notify).
+    pub unsafe fn raise_error(&self) {
+        let cq = self.0.as_ptr();
         // SAFETY: As in `notify`; the event is read during the call only.
         unsafe {
             if let Some(h) = (*cq).event_handler {

@@ -19,7 +19,7 @@ use super::{
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     bindings,
     ah::AhInit,
-    cq::{CqAttr, NotifyFlags, WcOut},
+    cq::{CqAttr, CqRef, NotifyFlags, WcOut},
     qp::{self, QpInit},
     srq::{SrqAttr, SrqInit, SrqMask},
     stats,
@@ -145,11 +145,13 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// A new CQ: for a user context (with the command's udata) or, with
     /// `user` `None`, for a kernel consumer. Returns the data and the
-    /// capacity made (at least `attr.cqe`).
+    /// capacity made (at least `attr.cqe`). `this` is a handle to the CQ
+    /// being created, valid (for notifications) once this returns `Ok`.
     fn create_cq(
         _dev: &Device<Self>,
         _attr: CqAttr,
         _user: Option<(&Ucontext<Self>, Option<&Udata>)>,
+        _this: CqRef<Self>,
     ) -> Result<(Self::Cq, u32)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
@@ -237,6 +239,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// The QP's attributes, capacities and whether all sends signal.
     fn query_qp(_qp: &Qp<Self>) -> Result<(QpAttrs, QpCap, bool)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The user doorbell (`post_send` with no work requests): process the
+    /// send queue up to the producer index.
+    fn post_send_user(_qp: &Qp<Self>) -> Result {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -360,6 +368,31 @@ impl<T: Driver> Device<T> {
         // SAFETY: The device is registered (we are called from a callback
         // holding a registration reference); the core queues the work.
         unsafe { bindings::ib_unregister_device_queued(self.as_raw()) };
+    }
+
+    /// Whether `gid` is one of port `port`'s RoCEv2 GIDs (a destination on
+    /// this device).
+    pub fn has_gid(&self, port: u32, gid: &[u8; 16]) -> bool {
+        // SAFETY: All-zero is a valid GID union.
+        let mut g: bindings::ib_gid = unsafe { core::mem::zeroed() };
+        // SAFETY: Writing the raw member of a plain-data union.
+        unsafe { *g.raw.as_mut() = *gid };
+        // SAFETY: A live device; the lookup takes a reference on a match,
+        // dropped at once.
+        unsafe {
+            let a = bindings::rdma_find_gid_by_port(
+                self.as_raw(),
+                &g,
+                bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+                port,
+                core::ptr::null_mut(),
+            );
+            if bindings::rrxe_is_err(a.cast()) || a.is_null() {
+                return false;
+            }
+            bindings::rdma_put_gid_attr(a);
+            true
+        }
     }
 
     /// Runs `f` on the device of type `T` bound to `ndev`, if any.
@@ -672,6 +705,9 @@ impl<T: Driver> Adapter<T> {
             o.query_qp = Some(Self::query_qp);
             o.destroy_qp = Some(Self::destroy_qp);
             o.size_ib_qp = core::mem::size_of::<Qp<T>>();
+        }
+        if T::HAS_POST_SEND_USER {
+            o.post_send = Some(Self::post_send);
         }
         if T::HAS_HW_COUNTERS {
             o.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
@@ -1190,6 +1226,26 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
+    unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        if !wr.is_null() {
+            // Kernel work requests: no kernel QPs exist yet.
+            if !bad.is_null() {
+                // SAFETY: The caller's output pointer.
+                unsafe { *bad = wr };
+            }
+            return EOPNOTSUPP.to_errno();
+        }
+        from_result(|| {
+            // SAFETY: A live QP of this device.
+            T::post_send_user(unsafe { Qp::<T>::from_raw(qp) })?;
+            Ok(0)
+        })
+    }
+
     unsafe extern "C" fn destroy_qp(qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {
         from_result(|| {
             // SAFETY: A live QP of this device, created by `create_qp`.
@@ -1268,7 +1324,9 @@ impl<T: Driver> Adapter<T> {
                 };
                 (Device::<T>::from_raw((*cq).device), a, user)
             };
-            let (data, cqe) = T::create_cq(dev, attr, user)?;
+            // SAFETY: `cq` is the object being created, not null.
+            let this = unsafe { CqRef::from_raw(cq) };
+            let (data, cqe) = T::create_cq(dev, attr, user, this)?;
             // SAFETY: As above; the data part is uninitialised and ours.
             unsafe {
                 Cq::<T>::init_data(cq, data);

@@ -58,6 +58,8 @@ pub struct QpInit {
     pub has_srq: bool,
     /// Both CQs were given.
     pub has_cqs: bool,
+    send_cq: *mut bindings::ib_cq,
+    recv_cq: *mut bindings::ib_cq,
 }
 
 impl QpInit {
@@ -75,7 +77,19 @@ impl QpInit {
             port_num: a.port_num,
             has_srq: !a.srq.is_null(),
             has_cqs: !a.send_cq.is_null() && !a.recv_cq.is_null(),
+            send_cq: a.send_cq,
+            recv_cq: a.recv_cq,
         }
+    }
+
+    /// The send and receive CQs, when both were given.
+    pub fn cqs<T: Driver>(&self) -> Option<(&Cq<T>, &Cq<T>)> {
+        if !self.has_cqs {
+            return None;
+        }
+        // SAFETY: The core holds the CQs (of this device, so of `T`) for
+        // the call and, once the QP exists, for its life.
+        unsafe { Some((Cq::from_raw(self.send_cq), Cq::from_raw(self.recv_cq))) }
     }
 }
 
@@ -217,6 +231,12 @@ impl<T: Driver> Qp<T> {
     pub fn qp_num(&self) -> u32 {
         // SAFETY: Set at creation, then fixed.
         unsafe { (*self.as_raw()).qp_num }
+    }
+
+    /// The PD the QP belongs to.
+    pub fn pd(&self) -> &super::object::Pd<T> {
+        // SAFETY: Set by the core before creation; the PD outlives the QP.
+        unsafe { super::object::Pd::from_raw((*self.as_raw()).pd) }
     }
 
     /// The send CQ (set by the core once the QP is created).

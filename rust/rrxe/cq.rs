@@ -10,7 +10,7 @@
 //! bounds. A kernel CQ is a private ring of completions.
 
 use crate::ib::{
-    cq::{CqAttr, NotifyArm, NotifyFlags, WcOut},
+    cq::{CqAttr, CqRef, NotifyArm, NotifyFlags, WcOut},
     device::Device,
     object::{Cq, Ucontext},
     udata::Udata,
@@ -24,7 +24,11 @@ use crate::rrxe::{
     queue::{MmapInfo, Role, UserRing},
 };
 use core::sync::atomic::Ordering;
-use kernel::{new_spinlock, prelude::*, sync::SpinLock};
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{Arc, SpinLock},
+};
 
 /// Largest CQ ring buffer: rxe's `max_cqe` in 128-byte slots, plus the
 /// header.
@@ -38,24 +42,40 @@ enum Ring {
 struct Inner {
     ring: Ring,
     arm: Option<NotifyArm>,
+    /// The C object, for notifications; `None` once the CQ is destroyed.
+    cq: Option<CqRef<Rrxe>>,
 }
 
-/// A completion queue.
-pub struct RrxeCq {
+/// A CQ's state, shared with the QPs that complete to it (which may hold
+/// it past the CQ's destruction: then posting does nothing).
+pub struct CqShared {
     inner: Pin<KBox<SpinLock<Inner>>>,
+}
+
+// SAFETY: `uc` in the ring points to the context that owns the CQ, which
+// outlives it (the core destroys a context's objects first); the CQ handle
+// is used only under the lock while set. Everything is behind the lock.
+unsafe impl Send for CqShared {}
+// SAFETY: See above.
+unsafe impl Sync for CqShared {}
+
+/// A completion queue as the core holds it.
+pub struct RrxeCq {
+    /// The state.
+    pub shared: Arc<CqShared>,
     dev: *const RrxeDev,
 }
 
 // SAFETY: `dev` points to device data that outlives the CQ and is only
-// used for an atomic counter; `uc` in the ring points to the context that
-// owns the CQ, which outlives it (the core destroys a context's objects
-// first). Everything else is behind the lock.
+// used for an atomic counter.
 unsafe impl Send for RrxeCq {}
 // SAFETY: See above.
 unsafe impl Sync for RrxeCq {}
 
 impl Drop for RrxeCq {
     fn drop(&mut self) {
+        // The C object goes after this: no notification may reach it.
+        self.shared.inner.lock().cq = None;
         // SAFETY: See the `Send` impl.
         unsafe { (*self.dev).cq_count().fetch_sub(1, Ordering::Relaxed) };
     }
@@ -67,6 +87,7 @@ pub fn create_cq(
     dev: &Device<Rrxe>,
     attr: CqAttr,
     user: Option<(&Ucontext<Rrxe>, Option<&Udata>)>,
+    this: CqRef<Rrxe>,
 ) -> Result<(RrxeCq, u32)> {
     let d = dev.data();
     if attr.flags != 0 {
@@ -104,11 +125,15 @@ pub fn create_cq(
         Ring::User { ring, .. } => ring.geometry().index_mask,
         Ring::Kernel { geo, .. } => geo.index_mask,
     };
-    let cq = RrxeCq { inner: KBox::pin_init(new_spinlock!(Inner { ring, arm: None }), GFP_KERNEL).map_err(|e| {
-        d.cq_count().fetch_sub(1, Ordering::Relaxed);
-        e
-    })?, dev: d };
-    Ok((cq, cqe))
+    let shared = KBox::pin_init(new_spinlock!(Inner { ring, arm: None, cq: Some(this) }), GFP_KERNEL)
+        .and_then(|inner| Ok(Arc::new(CqShared { inner }, GFP_KERNEL)?));
+    match shared {
+        Ok(shared) => Ok((RrxeCq { shared, dev: d }, cqe)),
+        Err(e) => {
+            d.cq_count().fetch_sub(1, Ordering::Relaxed);
+            Err(e)
+        }
+    }
 }
 
 fn kernel_ring(entries: u32) -> Result<Ring> {
@@ -133,7 +158,7 @@ pub fn resize_cq(cq: &Cq<Rrxe>, cqe: u32, udata: Option<&Udata>) -> Result<u32> 
             return Err(EINVAL);
         }
     }
-    let mut g = cq.data().inner.lock();
+    let mut g = cq.data().shared.inner.lock();
     let Ring::User { ring, uc } = &mut g.ring else {
         return Err(EOPNOTSUPP);
     };
@@ -151,7 +176,7 @@ pub fn resize_cq(cq: &Cq<Rrxe>, cqe: u32, udata: Option<&Udata>) -> Result<u32> 
 /// `req_notify_cq`: arms for the next (or next solicited) completion; a
 /// next-completion arm is not weakened by a later solicited one.
 pub fn req_notify_cq(cq: &Cq<Rrxe>, flags: NotifyFlags) -> Result<bool> {
-    let mut g = cq.data().inner.lock();
+    let mut g = cq.data().shared.inner.lock();
     match (g.arm, flags.arm) {
         (_, Some(NotifyArm::Next)) => g.arm = Some(NotifyArm::Next),
         (None, Some(NotifyArm::Solicited)) => g.arm = Some(NotifyArm::Solicited),
@@ -166,7 +191,7 @@ pub fn req_notify_cq(cq: &Cq<Rrxe>, flags: NotifyFlags) -> Result<bool> {
 
 /// `poll_cq` (kernel CQs).
 pub fn poll_cq(cq: &Cq<Rrxe>, out: &mut WcOut<'_>) {
-    let mut g = cq.data().inner.lock();
+    let mut g = cq.data().shared.inner.lock();
     if let Ring::Kernel { slots, geo, prod, cons } = &mut g.ring {
         while *cons != *prod && out.room() > 0 {
             let Some(wc) = slots.get(*cons as usize) else { break };
@@ -178,7 +203,7 @@ pub fn poll_cq(cq: &Cq<Rrxe>, out: &mut WcOut<'_>) {
 
 /// `peek_cq` (kernel CQs).
 pub fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
-    let g = cq.data().inner.lock();
+    let g = cq.data().shared.inner.lock();
     match &g.ring {
         Ring::Kernel { geo, prod, cons, .. } => geo.count(*prod, *cons).min(n),
         Ring::User { .. } => 0,
@@ -188,47 +213,41 @@ pub fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
 /// Adds a completion; the data path's entry point. An armed CQ calls its
 /// handler (solicited-only arms fire for solicited and error completions);
 /// a full CQ raises `IB_EVENT_CQ_ERR` and the completion is lost (`ENOSPC`).
-pub fn post(cq: &Cq<Rrxe>, wc: &Wc, solicited: bool) -> Result {
-    let fire = {
-        let mut g = cq.data().inner.lock();
-        let ok = match &mut g.ring {
-            Ring::User { ring, .. } => ring.push(&wc.to_uverbs()),
-            Ring::Kernel { slots, geo, prod, cons } => {
-                if geo.is_full(*prod, *cons) {
-                    false
-                } else {
-                    if let Some(s) = slots.get_mut(*prod as usize) {
-                        *s = *wc;
-                    }
-                    *prod = geo.next(*prod);
-                    true
+/// A destroyed CQ takes nothing (`ENODEV`).
+pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
+    let mut g = cq.inner.lock();
+    let Some(h) = g.cq.as_ref().map(|h| h as *const CqRef<Rrxe>) else {
+        return Err(ENODEV);
+    };
+    let ok = match &mut g.ring {
+        Ring::User { ring, .. } => ring.push(&wc.to_uverbs()),
+        Ring::Kernel { slots, geo, prod, cons } => {
+            if geo.is_full(*prod, *cons) {
+                false
+            } else {
+                if let Some(s) = slots.get_mut(*prod as usize) {
+                    *s = *wc;
                 }
+                *prod = geo.next(*prod);
+                true
             }
-        };
-        if !ok {
-            None
-        } else {
-            let err = wc.status != crate::logic::cqe::status::SUCCESS;
-            let fire = match g.arm {
-                Some(NotifyArm::Next) => true,
-                Some(NotifyArm::Solicited) => solicited || err,
-                None => false,
-            };
-            if fire {
-                g.arm = None;
-            }
-            Some(fire)
         }
     };
-    match fire {
-        None => {
-            cq.raise_error();
-            Err(ENOSPC)
-        }
-        Some(true) => {
-            cq.notify();
-            Ok(())
-        }
-        Some(false) => Ok(()),
+    if !ok {
+        // SAFETY: The CQ is not destroyed while `cq` is set, and the lock
+        // is held (`h` points into the guarded data).
+        unsafe { (*h).raise_error() };
+        return Err(ENOSPC);
     }
+    let fire = match g.arm {
+        Some(NotifyArm::Next) => true,
+        Some(NotifyArm::Solicited) => solicited || wc.status != crate::logic::cqe::status::SUCCESS,
+        None => false,
+    };
+    if fire {
+        g.arm = None;
+        // SAFETY: As above.
+        unsafe { (*h).notify() };
+    }
+    Ok(())
 }

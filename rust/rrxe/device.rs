@@ -4,7 +4,7 @@
 //! and reactions to netdev events.
 
 use crate::ib::{
-    cq::{CqAttr, NotifyFlags, WcOut},
+    cq::{CqAttr, CqRef, NotifyFlags, WcOut},
     dm::{Dm, DmMrRequest, DmRequest},
     mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
     ah::AhInit,
@@ -87,6 +87,11 @@ impl RrxeDev {
     /// The MW table.
     pub fn mw_pool(&self) -> &Pool<RrxeMw> {
         &self.mws
+    }
+
+    /// The active MTU cell.
+    pub(crate) fn active_mtu_raw(&self) -> &AtomicU32 {
+        &self.active_mtu
     }
 
     /// Adds `n` to a port counter.
@@ -266,8 +271,9 @@ impl Driver for Rrxe {
         dev: &Device<Self>,
         attr: CqAttr,
         user: Option<(&Ucontext<Self>, Option<&Udata>)>,
+        this: CqRef<Self>,
     ) -> Result<(RrxeCq, u32)> {
-        cq::create_cq(dev, attr, user)
+        cq::create_cq(dev, attr, user, this)
     }
 
     fn resize_cq(c: &Cq<Self>, cqe: u32, udata: Option<&Udata>) -> Result<u32> {
@@ -335,6 +341,10 @@ impl Driver for Rrxe {
 
     fn query_qp(q: &Qp<Self>) -> Result<(QpAttrs, QpCap, bool)> {
         qp::query_qp(q)
+    }
+
+    fn post_send_user(q: &Qp<Self>) -> Result {
+        crate::rrxe::ud::post_send_user(q)
     }
 
     fn alloc_dm(uc: &Ucontext<Self>, req: DmRequest) -> Result<(RrxeDm, u64)> {

@@ -13,3 +13,4 @@ pub mod pool;
 pub mod qp;
 pub mod queue;
 pub mod srq;
+pub mod ud;

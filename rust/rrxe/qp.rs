@@ -21,7 +21,7 @@ use crate::logic::{
     wqe,
 };
 use crate::rrxe::{
-    cq,
+    cq::{self, CqShared},
     device::{Rrxe, RrxeDev},
     queue::{MmapInfo, Role, UserRing},
 };
@@ -60,6 +60,12 @@ pub struct QpShared {
     pub cap: QpCap,
     /// Every send signals a completion.
     pub sig_all: bool,
+    /// The PD, as an identity.
+    pub pd: usize,
+    /// Where send completions go.
+    pub send_cq: Arc<CqShared>,
+    /// Where receive completions go.
+    pub recv_cq: Arc<CqShared>,
     /// State and rings.
     #[pin]
     pub inner: SpinLock<QpInner>,
@@ -102,9 +108,8 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
     if init.create_flags != 0 {
         return Err(EOPNOTSUPP);
     }
-    if !init.has_cqs {
-        return Err(EINVAL);
-    }
+    let (scq, rcq) = init.cqs::<Rrxe>().ok_or(EINVAL)?;
+    let (send_cq, recv_cq) = (scq.data().shared.clone(), rcq.data().shared.clone());
     qp::check_cap(&init.cap, init.has_srq).map_err(attr_err)?;
     let Some(udata) = udata else {
         return Err(EOPNOTSUPP);
@@ -147,6 +152,9 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
                 ty: init.ty,
                 cap,
                 sig_all: init.sig_all,
+                pd: pd as *const Pd<Rrxe> as usize,
+                send_cq: send_cq.clone(),
+                recv_cq: recv_cq.clone(),
                 inner <- new_spinlock!(inner),
             }? Error),
             GFP_KERNEL,
@@ -178,7 +186,7 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
     let was = g.attrs.state;
     qp::apply(&mut g.attrs, new, mask);
     if g.attrs.state == QpState::Err && was != QpState::Err {
-        flush(q, s.qpn, &mut g);
+        flush(s, &mut g);
     }
     Ok(())
 }
@@ -186,25 +194,23 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
 /// Completes every posted WQE with `IB_WC_WR_FLUSH_ERR` (wr_id, status and
 /// QP number, as rxe), send WQEs on the send CQ and receive WQEs on the
 /// receive CQ. A full CQ loses the rest (and raises its error event).
-fn flush(q: &Qp<Rrxe>, qpn: u32, g: &mut QpInner) {
+pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
     let mut slot = KVec::new();
-    let mut wc = Wc { status: status::WR_FLUSH_ERR, qp_num: qpn, ..Default::default() };
+    let mut wc = Wc { status: status::WR_FLUSH_ERR, qp_num: s.qpn, ..Default::default() };
     let size = g.sq.geometry().elem_size().max(g.rq.as_ref().map_or(0, |r| r.geometry().elem_size()));
     if slot.resize(size, 0u8, GFP_KERNEL).is_err() {
         return;
     }
-    if let Some(cq) = q.send_cq() {
-        while g.sq.pop(&mut slot) {
-            wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-            if cq::post(cq, &wc, false).is_err() {
-                break;
-            }
+    while g.sq.pop(&mut slot) {
+        wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
+        if cq::post(&s.send_cq, &wc, false).is_err() {
+            break;
         }
     }
-    if let (Some(cq), Some(rq)) = (q.recv_cq(), g.rq.as_mut()) {
+    if let Some(rq) = g.rq.as_mut() {
         while rq.pop(&mut slot) {
             wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-            if cq::post(cq, &wc, false).is_err() {
+            if cq::post(&s.recv_cq, &wc, false).is_err() {
                 break;
             }
         }

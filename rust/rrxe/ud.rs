@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The UD send path and local delivery.
+//!
+//! The user doorbell (`post_send` without work requests) takes the send
+//! queue's WQEs one by one: each is copied out of the ring and validated
+//! (`logic::wqe`), its address handle and memory keys are checked against
+//! the QP's PD, and its payload is gathered. A datagram whose destination
+//! GID belongs to this device (or a multicast group with members here) is
+//! delivered to the destination QPs directly: Q_Key check, a receive WQE
+//! taken from the destination's ring, the 40-byte GRH and the payload
+//! scattered into it, and a receive completion. Datagrams for other hosts
+//! need the network layer, which is not there yet: they are dropped, as UD
+//! allows, and counted in neither `sent_pkts` nor `sent_bytes`.
+
+use crate::ib::{object::Qp, stats::Counter};
+use crate::logic::{
+    access,
+    cqe::{flags, status, Wc},
+    mcast,
+    mtu::IbMtu,
+    qp::QpState,
+    wqe::{self, Opcode, Payload, Transport, WrDetail},
+};
+use crate::rrxe::{
+    cq,
+    device::{Rrxe, RrxeDev},
+    mr,
+    qp::QpShared,
+};
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+
+/// Size of the GRH at the start of every UD receive buffer.
+const GRH: usize = 40;
+
+/// A datagram on its way to a QP of this device.
+struct Datagram<'a> {
+    dqpn: u32,
+    sqpn: u32,
+    qkey: u32,
+    imm: Option<u32>,
+    solicited: bool,
+    sgid: [u8; 16],
+    dgid: [u8; 16],
+    hop_limit: u8,
+    traffic_class: u8,
+    flow_label: u32,
+    sl: u8,
+    payload: &'a [u8],
+}
+
+/// The user doorbell: processes the send queue up to the producer index.
+/// `EINVAL` below RTS (as rxe); in ERR, posted WQEs are flushed.
+pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
+    let s = &q.data().shared;
+    {
+        let mut g = s.inner.lock();
+        match g.attrs.state {
+            QpState::Rts => {}
+            QpState::Err => {
+                crate::rrxe::qp::flush(s, &mut g);
+                return Ok(());
+            }
+            _ => return Err(EINVAL),
+        }
+    }
+    if s.ty != crate::ib::qp::QpType::Ud {
+        // The connected transports come with their own engines.
+        return Err(EOPNOTSUPP);
+    }
+    let d = q.device().data();
+    let mut slot = KVec::new();
+    slot.resize(s.inner.lock().sq.geometry().elem_size(), 0u8, GFP_KERNEL)?;
+    loop {
+        let (qkey, signaled) = {
+            let mut g = s.inner.lock();
+            if g.attrs.state != QpState::Rts || !g.sq.pop(&mut slot) {
+                break;
+            }
+            (g.attrs.qkey, s.sig_all)
+        };
+        let (wc, sig) = send_one(q, d, s, &slot, qkey);
+        if sig || signaled || wc.status != status::SUCCESS {
+            let _ = cq::post(&s.send_cq, &wc, false);
+        }
+        if wc.status != status::SUCCESS {
+            // A failed WQE puts the QP in the error state and flushes the
+            // rest, as rxe does.
+            let mut g = s.inner.lock();
+            g.attrs.state = QpState::Err;
+            crate::rrxe::qp::flush(s, &mut g);
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Sends one WQE; returns its completion and whether it asked for one.
+fn send_one(q: &Qp<Rrxe>, d: &RrxeDev, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
+    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, ..Default::default() };
+    let w = match wqe::parse_send(slot, Transport::Ud, s.cap.max_send_sge, s.cap.max_inline_data) {
+        Ok(w) => w,
+        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => {
+            wc.status = status::LOC_LEN_ERR;
+            return (wc, true);
+        }
+        Err(_) => {
+            wc.status = status::LOC_QP_OP_ERR;
+            return (wc, true);
+        }
+    };
+    let signaled = w.send_flags & wqe::SEND_SIGNALED != 0;
+    wc.opcode = w.opcode.wc_opcode();
+    let WrDetail::Ud { remote_qpn, remote_qkey, ah_num, .. } = w.detail else {
+        wc.status = status::LOC_QP_OP_ERR;
+        return (wc, true);
+    };
+    // Address vectors embedded in the WQE (ah_num 0, older providers) are
+    // not supported yet.
+    let Some(ah) = d.ah_pool().get(ah_num).filter(|a| a.pd == s.pd) else {
+        wc.status = status::LOC_QP_OP_ERR;
+        return (wc, true);
+    };
+    let mtu = IbMtu::from_raw(d.active_mtu()).map_or(256, |m| m.bytes()) as u64;
+    let len = match w.payload {
+        Payload::Inline { len } => u64::from(len),
+        Payload::Sges { length, .. } => length,
+    };
+    if len > mtu {
+        wc.status = status::LOC_LEN_ERR;
+        return (wc, true);
+    }
+    let mut buf = KVec::new();
+    if buf.resize(len as usize, 0u8, GFP_KERNEL).is_err() {
+        wc.status = status::LOC_QP_OP_ERR;
+        return (wc, true);
+    }
+    if gather(d, s, slot, w.payload, &mut buf).is_err() {
+        wc.status = status::LOC_PROT_ERR;
+        return (wc, true);
+    }
+    wc.byte_len = len as u32;
+    let dg = Datagram {
+        dqpn: remote_qpn,
+        sqpn: s.qpn,
+        // The high bit asks for the QP's own Q_Key (IB spec 10.2.5).
+        qkey: if remote_qkey & 0x8000_0000 != 0 { own_qkey } else { remote_qkey },
+        imm: (w.opcode == Opcode::SendImm).then_some(w.ex),
+        solicited: w.send_flags & wqe::SEND_SOLICITED != 0,
+        sgid: ah.sgid,
+        dgid: ah.av.dgid,
+        hop_limit: ah.av.hop_limit,
+        traffic_class: ah.av.traffic_class,
+        flow_label: ah.av.flow_label,
+        sl: ah.av.sl,
+        payload: &buf,
+    };
+    if mcast::is_mcast_gid(&dg.dgid) {
+        let members = {
+            let t = d.mcast().lock();
+            let mut v = KVec::new();
+            if let Some(g) = t.groups.iter().find(|g| g.gid == dg.dgid) {
+                for &n in g.qpns.iter() {
+                    let _ = v.push(n, GFP_KERNEL);
+                }
+            }
+            v
+        };
+        for &n in members.iter() {
+            deliver(d, &Datagram { dqpn: n, ..dg });
+        }
+        d.count(Counter::SentPkts, 1);
+        d.count(Counter::SentBytes, len);
+    } else if q.device().has_gid(1, &dg.dgid) {
+        deliver(d, &dg);
+        d.count(Counter::SentPkts, 1);
+        d.count(Counter::SentBytes, len);
+    }
+    (wc, signaled)
+}
+
+/// Copies a send WQE's payload into `buf` (its exact length).
+fn gather(d: &RrxeDev, s: &QpShared, slot: &[u8], p: Payload, buf: &mut [u8]) -> Result {
+    match p {
+        Payload::Inline { len } => {
+            let src = slot.get(wqe::SEND_HDR..wqe::SEND_HDR + len as usize).ok_or(EINVAL)?;
+            buf.copy_from_slice(src);
+        }
+        Payload::Sges { n, .. } => {
+            let mut pos = 0usize;
+            for i in 0..n {
+                let sge = wqe::sge_at(slot, wqe::SEND_HDR, i).ok_or(EINVAL)?;
+                let l = sge.length as usize;
+                if l == 0 {
+                    continue;
+                }
+                let m = mr::lookup_mr(d, sge.lkey, s.pd, 0, sge.addr, l as u64)?;
+                m.read(sge.addr, buf.get_mut(pos..pos + l).ok_or(EINVAL)?)?;
+                pos += l;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The GRH a receiver finds: for IPv4 (IPv4-mapped GIDs) 20 zero bytes and
+/// the IPv4 header, otherwise the IPv6 header.
+fn grh(dg: &Datagram<'_>) -> [u8; GRH] {
+    let mut h = [0u8; GRH];
+    // UDP, BTH, DETH, immediate, payload and ICRC: what the wire carries.
+    let udp_len = 8 + 12 + 8 + if dg.imm.is_some() { 4 } else { 0 } + dg.payload.len() + 4;
+    let v4 = dg.sgid[..10] == [0; 10] && dg.sgid[10..12] == [0xff, 0xff];
+    if v4 {
+        let ip = &mut h[20..];
+        ip[0] = 0x45;
+        ip[1] = dg.traffic_class;
+        ip[2..4].copy_from_slice(&((20 + udp_len) as u16).to_be_bytes());
+        ip[6] = 0x40; // don't fragment
+        ip[8] = dg.hop_limit;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&dg.sgid[12..16]);
+        ip[16..20].copy_from_slice(&dg.dgid[12..16]);
+        let mut sum = 0u32;
+        for c in ip.chunks(2) {
+            sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    } else {
+        let vtf = (6u32 << 28) | (u32::from(dg.traffic_class) << 20) | (dg.flow_label & 0xf_ffff);
+        h[0..4].copy_from_slice(&vtf.to_be_bytes());
+        h[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+        h[6] = 17;
+        h[7] = dg.hop_limit;
+        h[8..24].copy_from_slice(&dg.sgid);
+        h[24..40].copy_from_slice(&dg.dgid);
+    }
+    h
+}
+
+/// Delivers a datagram to a UD QP of this device: dropped (as UD allows)
+/// when the QP does not exist, is not UD, cannot receive, has another
+/// Q_Key, or has no receive WQE posted.
+fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
+    let Some(qp) = d.qp_pool().get(dg.dqpn) else { return };
+    if qp.ty != crate::ib::qp::QpType::Ud {
+        return;
+    }
+    let mut slot = KVec::new();
+    let Ok(()) = (|| -> Result {
+        let g = qp.inner.lock();
+        let rq = g.rq.as_ref().ok_or(EINVAL)?;
+        slot.resize(rq.geometry().elem_size(), 0u8, GFP_ATOMIC)?;
+        Ok(())
+    })() else {
+        return;
+    };
+    {
+        let mut g = qp.inner.lock();
+        if !matches!(g.attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) || g.attrs.qkey != dg.qkey {
+            return;
+        }
+        let Some(rq) = g.rq.as_mut() else { return };
+        if !rq.pop(&mut slot) {
+            return;
+        }
+    }
+    d.count(Counter::RcvdPkts, 1);
+    d.count(Counter::RcvdBytes, dg.payload.len() as u64);
+    let mut wc = Wc {
+        wr_id: wqe::wr_id(&slot).unwrap_or(0),
+        qp_num: qp.qpn,
+        opcode: wqe::WC_RECV,
+        src_qp: dg.sqpn,
+        port_num: 1,
+        sl: dg.sl,
+        ..Default::default()
+    };
+    let total = GRH + dg.payload.len();
+    wc.status = match wqe::parse_recv(&slot, qp.cap.max_recv_sge) {
+        Err(_) => status::LOC_QP_OP_ERR,
+        Ok(r) if r.length < total as u64 => status::LOC_LEN_ERR,
+        Ok(r) => match scatter(d, &qp, &slot, r.num_sge, &grh(dg), dg.payload) {
+            Ok(()) => status::SUCCESS,
+            Err(_) => status::LOC_PROT_ERR,
+        },
+    };
+    if wc.status == status::SUCCESS {
+        wc.byte_len = total as u32;
+        wc.wc_flags = flags::GRH;
+        if let Some(imm) = dg.imm {
+            wc.wc_flags |= flags::WITH_IMM;
+            wc.ex = imm;
+        }
+    }
+    let _ = cq::post(&qp.recv_cq, &wc, dg.solicited);
+}
+
+/// Writes `a` then `b` across a receive WQE's SGEs.
+fn scatter(d: &RrxeDev, qp: &QpShared, slot: &[u8], n: u32, a: &[u8], b: &[u8]) -> Result {
+    let mut src = Iterator::chain(a.iter(), b.iter()).copied();
+    let mut left = a.len() + b.len();
+    let mut chunk = [0u8; 256];
+    for i in 0..n {
+        if left == 0 {
+            break;
+        }
+        let sge = wqe::sge_at(slot, wqe::RECV_HDR, i).ok_or(EINVAL)?;
+        let take = left.min(sge.length as usize);
+        if take == 0 {
+            continue;
+        }
+        let m = mr::lookup_mr(d, sge.lkey, qp.pd, access::LOCAL_WRITE, sge.addr, take as u64)?;
+        let mut done = 0usize;
+        while done < take {
+            let k = (take - done).min(chunk.len());
+            for c in chunk.iter_mut().take(k) {
+                *c = src.next().ok_or(EINVAL)?;
+            }
+            m.write(sge.addr + done as u64, &chunk[..k])?;
+            done += k;
+        }
+        left -= take;
+    }
+    if left != 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+impl RrxeDev {
+    /// The active MTU as `enum ib_mtu`.
+    pub fn active_mtu(&self) -> u32 {
+        self.active_mtu_raw().load(Ordering::Relaxed)
+    }
+}
