@@ -158,18 +158,33 @@ pub fn resize_cq(cq: &Cq<Rrxe>, cqe: u32, udata: Option<&Udata>) -> Result<u32> 
             return Err(EINVAL);
         }
     }
-    let mut g = cq.data().shared.inner.lock();
-    let Ring::User { ring, uc } = &mut g.ring else {
-        return Err(EOPNOTSUPP);
+    let sh = &cq.data().shared;
+    // Shape and owner of the current ring, then the new ring, allocated
+    // without the lock.
+    let uc = match &sh.inner.lock().ring {
+        Ring::User { uc, .. } => *uc,
+        Ring::Kernel { .. } => return Err(EOPNOTSUPP),
     };
-    // SAFETY: The owning context outlives the CQ (see the `Send` impl).
-    let new = ring.resized(unsafe { &**uc }, cqe, MAX_RING_BYTES)?;
-    if let Some(u) = udata {
-        u.write_out(&new.mmap_info())?;
-    }
+    // SAFETY: The owning context outlives the CQ (see `CqShared`).
+    let mut new = UserRing::new(unsafe { &*uc }, Role::KernelProduces, cqe, ring::CQE_SIZE, MAX_RING_BYTES)?;
     let n = new.geometry().index_mask;
-    // The old mapping's pages stay with the process until it unmaps them.
-    *ring = new;
+    let mi = new.mmap_info();
+    let mut buf = [0u8; ring::CQE_SIZE as usize];
+    let old = {
+        let mut g = sh.inner.lock();
+        let Ring::User { ring, .. } = &mut g.ring else {
+            return Err(EOPNOTSUPP);
+        };
+        ring.transfer_into(&mut new, &mut buf)?;
+        core::mem::replace(ring, new)
+    };
+    // Unlocked: copying to userspace may fault. The process learns the new
+    // ring's place from this; its mapping of the old one keeps its pages
+    // until it unmaps them (the old ring is freed here, outside the lock).
+    drop(old);
+    if let Some(u) = udata {
+        u.write_out(&mi)?;
+    }
     Ok(n)
 }
 

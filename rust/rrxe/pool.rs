@@ -108,7 +108,11 @@ impl<T: Send + Sync + 'static> Pool<T> {
             Some(cur) if core::ptr::eq(&*cur, &**old) => {}
             _ => return Err(EINVAL),
         }
-        match g.store(idx as usize, new, GFP_KERNEL) {
+        let r = g.store(idx as usize, new, GFP_KERNEL);
+        drop(g);
+        // The previous object (if this was its last reference) is dropped
+        // here, outside the lock.
+        match r {
             Ok(_) => Ok(()),
             Err(e) => Err(e.error),
         }

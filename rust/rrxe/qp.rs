@@ -194,13 +194,11 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
 /// Completes every posted WQE with `IB_WC_WR_FLUSH_ERR` (wr_id, status and
 /// QP number, as rxe), send WQEs on the send CQ and receive WQEs on the
 /// receive CQ. A full CQ loses the rest (and raises its error event).
+/// Runs under the QP's lock: allocates nothing (only the wr_id, the first
+/// 8 bytes of each slot, is copied out).
 pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
-    let mut slot = KVec::new();
+    let mut slot = [0u8; 8];
     let mut wc = Wc { status: status::WR_FLUSH_ERR, qp_num: s.qpn, ..Default::default() };
-    let size = g.sq.geometry().elem_size().max(g.rq.as_ref().map_or(0, |r| r.geometry().elem_size()));
-    if slot.resize(size, 0u8, GFP_KERNEL).is_err() {
-        return;
-    }
     while g.sq.pop(&mut slot) {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         if cq::post(&s.send_cq, &wc, false).is_err() {

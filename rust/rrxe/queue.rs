@@ -150,30 +150,36 @@ impl UserRing {
         true
     }
 
-    /// A new ring of at least `entries` entries holding this one's pending
-    /// entries, in order, from slot 0. `EINVAL` if they do not fit.
-    pub fn resized(&self, uc: &Ucontext<Rrxe>, entries: u32, max_bytes: usize) -> Result<Self> {
+    /// An empty ring like this one (role and slot size) for `entries`
+    /// entries. Allocates: call without locks held.
+    pub fn sibling(&self, uc: &Ucontext<Rrxe>, entries: u32, max_bytes: usize) -> Result<Self> {
+        Self::new(uc, self.role, entries, self.geo.elem_size() as u32, max_bytes)
+    }
+
+    /// Moves this ring's pending entries, in order, into the empty ring
+    /// `new` from slot 0, through `buf` (one slot of this ring). `EINVAL`
+    /// if they do not fit (`new` is then unchanged). Does not allocate or
+    /// sleep, so it can run under the owner's lock.
+    pub fn transfer_into(&self, new: &mut Self, buf: &mut [u8]) -> Result {
         let n = self.pending();
-        if entries < n {
+        if n > new.geo.index_mask || new.role != self.role {
             return Err(EINVAL);
         }
-        let mut new = Self::new(uc, self.role, entries, self.geo.elem_size() as u32, max_bytes)?;
-        let mut buf = KVec::from_elem(0u8, self.geo.elem_size(), GFP_KERNEL)?;
         let mut i = match self.role {
             Role::KernelProduces => self.theirs(),
             Role::KernelConsumes => self.own,
         };
         for k in 0..n {
-            self.read_slot(i, &mut buf);
-            new.write_slot(k, &buf);
+            self.read_slot(i, buf);
+            new.write_slot(k, buf);
             i = self.geo.next(i);
         }
-        // `n <= entries <= index_mask`: no masking changes it.
+        // `n <= index_mask`: no masking changes it.
         match self.role {
             Role::KernelProduces => new.own = n,
             Role::KernelConsumes => new.index(ring::PRODUCER_OFF).store(n, Ordering::Release),
         }
         new.publish();
-        Ok(new)
+        Ok(())
     }
 }

@@ -141,20 +141,45 @@ pub fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&
         return Err(EINVAL);
     }
     let s = &srq.data().shared;
-    let mut g = s.inner.lock();
-    let capacity = g.ring.geometry().index_mask;
-    qp::check_srq_modify(mask.max_wr.then_some(attr.max_wr), mask.limit.then_some(attr.srq_limit), g.limit, capacity)
+    let (capacity, limit, elem) = {
+        let g = s.inner.lock();
+        (g.ring.geometry().index_mask, g.limit, g.ring.geometry().elem_size())
+    };
+    qp::check_srq_modify(mask.max_wr.then_some(attr.max_wr), mask.limit.then_some(attr.srq_limit), limit, capacity)
         .map_err(attr_err)?;
     if mask.max_wr {
         let u = udata.ok_or(EINVAL)?;
         let cmd: ModifySrqCmd = u.read_in()?;
-        // SAFETY: The owning context outlives the SRQ (see `SrqShared`).
-        let new = g.ring.resized(unsafe { &*s.uc }, attr.max_wr, MAX_SRQ_RING_BYTES)?;
-        Udata::write_to_user(cmd.mmap_info_addr, new.mmap_info().as_bytes())?;
-        // The old mapping's pages stay with the process until it unmaps.
-        g.ring = new;
+        // Allocate without the lock; move the posted WQEs under it.
+        let mut new = {
+            let g = s.inner.lock();
+            // SAFETY: The owning context outlives the SRQ (see `SrqShared`).
+            let uc = unsafe { &*s.uc };
+            // `sibling` allocates: take the shape, then drop the lock.
+            let shape = (g.ring.geometry().elem_size() as u32, uc);
+            drop(g);
+            UserRing::new(shape.1, Role::KernelConsumes, attr.max_wr, shape.0, MAX_SRQ_RING_BYTES)?
+        };
+        let mi = new.mmap_info();
+        let mut buf = KVec::from_elem(0u8, elem, GFP_KERNEL)?;
+        let old = {
+            let mut g = s.inner.lock();
+            if g.limit != 0 && attr.max_wr < g.limit {
+                return Err(EINVAL);
+            }
+            g.ring.transfer_into(&mut new, &mut buf)?;
+            core::mem::replace(&mut g.ring, new)
+        };
+        // Freed outside the lock; the process's old mapping keeps its
+        // pages until it unmaps them.
+        drop(old);
+        Udata::write_to_user(cmd.mmap_info_addr, mi.as_bytes())?;
     }
     if mask.limit {
+        let mut g = s.inner.lock();
+        if attr.srq_limit > g.ring.geometry().index_mask {
+            return Err(EINVAL);
+        }
         g.limit = attr.srq_limit;
     }
     Ok(())

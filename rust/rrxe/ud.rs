@@ -70,8 +70,9 @@ pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
         return Err(EOPNOTSUPP);
     }
     let d = q.device().data();
+    let size = s.inner.lock().sq.geometry().elem_size();
     let mut slot = KVec::new();
-    slot.resize(s.inner.lock().sq.geometry().elem_size(), 0u8, GFP_KERNEL)?;
+    slot.resize(size, 0u8, GFP_KERNEL)?;
     loop {
         let (qkey, signaled) = {
             let mut g = s.inner.lock();
@@ -249,15 +250,13 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     if qp.ty != crate::ib::qp::QpType::Ud {
         return;
     }
-    let mut slot = KVec::new();
-    let Ok(()) = (|| -> Result {
-        let g = qp.inner.lock();
-        let rq = g.rq.as_ref().ok_or(EINVAL)?;
-        slot.resize(rq.geometry().elem_size(), 0u8, GFP_ATOMIC)?;
-        Ok(())
-    })() else {
+    let Some(size) = qp.inner.lock().rq.as_ref().map(|r| r.geometry().elem_size()) else {
         return;
     };
+    let mut slot = KVec::new();
+    if slot.resize(size, 0u8, GFP_KERNEL).is_err() {
+        return;
+    }
     {
         let mut g = qp.inner.lock();
         if !matches!(g.attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) || g.attrs.qkey != dg.qkey {
