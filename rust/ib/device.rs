@@ -1049,10 +1049,9 @@ impl<T: Driver> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: The core passes a zeroed AH of `size_ib_ah` bytes with
-            // `device`, `pd` and `sgid_attr` set, the request (its GID
-            // attribute referenced) and the command's udata (null for
-            // kernel AHs), for the call.
+            // SAFETY: A zeroed AH of `size_ib_ah` bytes with `device`, `pd`,
+            // `sgid_attr` set; the request (GID attribute held); the udata
+            // (null for kernel AHs). All valid for the call.
             let (pd, init, udata) = unsafe {
                 (Pd::<T>::from_raw((*ah).pd), AhInit::from_raw(attr, !udata.is_null()), Udata::from_raw(udata))
             };
