@@ -27,13 +27,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "rrxe_test.h"
+
 #define RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET (1U << UVERBS_ID_NS_SHIFT)
 #define PAGE 4096UL
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
-
-#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
 
 struct cmd {
 	struct ib_uverbs_ioctl_hdr hdr;
@@ -343,19 +343,14 @@ static int mode_leak(uint64_t size)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
 	uint64_t arg;
-	int n;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: %s DEV MODE [ARG]\n", argv[0]);
 		return 2;
 	}
 	arg = argc > 3 ? strtoull(argv[3], NULL, 0) : 0;
-	list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
+	ctx = rrxe_open(argv[1]);
 	if (!ctx)
 		FAIL("cannot open %s", argv[1]);
 	pd = ibv_alloc_pd(ctx);

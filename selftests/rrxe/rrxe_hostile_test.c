@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
+#include "rrxe_test.h"
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -268,7 +268,6 @@ static int clean_traffic(void)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
 	int rounds, n;
 
 	if (argc < 2) {
@@ -276,10 +275,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rounds = argc > 2 ? atoi(argv[2]) : 200;
-	list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
+	ctx = rrxe_open(argv[1]);
 	if (!ctx)
 		FAIL("cannot open %s", argv[1]);
 	pd = ibv_alloc_pd(ctx);

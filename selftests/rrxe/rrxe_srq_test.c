@@ -18,13 +18,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rrxe_test.h"
+
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_device_attr attr;
 static char buf[4096];
 static struct ibv_mr *mr;
-
-#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
 
 static struct ibv_srq *mksrq(uint32_t wr, uint32_t sge, uint32_t limit)
 {
@@ -145,17 +145,12 @@ static int mode_leak(void)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
-	int n;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: %s DEV MODE\n", argv[0]);
 		return 2;
 	}
-	list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
+	ctx = rrxe_open(argv[1]);
 	if (!ctx)
 		FAIL("cannot open %s", argv[1]);
 	if (ibv_query_device(ctx, &attr))
