@@ -44,8 +44,16 @@ impl kernel::Module for RrxeModule {
             pr_err!("link_type must be a non-empty name of letters, digits and '_'\n");
             return Err(EINVAL);
         }
-        let notifier = Notifier::<Rrxe>::register()?;
-        let link = LinkOps::<Rrxe>::register(link_type)?;
+        ib::net::init::<Rrxe>()?;
+        let registered = Notifier::<Rrxe>::register()
+            .and_then(|n| LinkOps::<Rrxe>::register(link_type).map(|l| (n, l)));
+        let (notifier, link) = match registered {
+            Ok(r) => r,
+            Err(e) => {
+                ib::net::fini();
+                return Err(e);
+            }
+        };
         pr_info!("loaded, link type {}\n", link_type.to_str().unwrap_or("?"));
         Ok(Self { link: Some(link), notifier: Some(notifier) })
     }
@@ -59,6 +67,7 @@ impl Drop for RrxeModule {
         drop(self.link.take());
         ib::device::unregister_all::<Rrxe>();
         drop(self.notifier.take());
+        ib::net::fini();
         ib::exit();
         pr_info!("unloaded\n");
     }

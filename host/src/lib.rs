@@ -34,5 +34,9 @@ pub mod wqe;
 pub mod icrc;
 #[path = "../../rust/logic/hdr.rs"]
 pub mod hdr;
+#[path = "../../rust/logic/pkt.rs"]
+pub mod pkt;
+#[path = "../../rust/logic/uc.rs"]
+pub mod uc;
 #[path = "../../rust/logic/mcast.rs"]
 pub mod mcast;

@@ -242,6 +242,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// A RoCEv2 packet arrived for `dev` (the IP packet with its UDP
+    /// header, maybe followed by link padding), in process context. Set
+    /// up by [`super::net::init`]; packets are dropped by default.
+    fn rx_packet(_dev: &Device<Self>, _pkt: &[u8]) {}
+
     /// The user doorbell (`post_send` with no work requests): process the
     /// send queue up to the producer index.
     fn post_send_user(_qp: &Qp<Self>) -> Result {
@@ -393,6 +398,20 @@ impl<T: Driver> Device<T> {
             bindings::rdma_put_gid_attr(a);
             true
         }
+    }
+
+    /// The device behind a core pointer the caller holds a registration
+    /// reference on, if it is one of `T`'s (not another RXE driver's).
+    pub(crate) fn from_raw_if_ours<'a>(ib: *mut bindings::ib_device) -> Option<&'a Self> {
+        if ib.is_null() {
+            return None;
+        }
+        // SAFETY: A live registered device (the caller's reference).
+        let ours = unsafe { (*ib).ops.dealloc_driver }.map(|f| f as usize)
+            == Some(Adapter::<T>::DEALLOC as usize);
+        // SAFETY: Ours and registered: data alive while the reference is
+        // held (the type invariant); `'a` is bounded by the caller's use.
+        ours.then(|| unsafe { Self::from_raw(ib) })
     }
 
     /// Runs `f` on the device of type `T` bound to `ndev`, if any.

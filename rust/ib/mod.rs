@@ -18,6 +18,7 @@ pub mod dm;
 pub mod link;
 pub mod mmap;
 pub mod mr;
+pub mod net;
 pub mod netdev;
 pub mod object;
 pub mod qp;

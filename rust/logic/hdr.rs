@@ -7,6 +7,11 @@
 
 /// UDP destination port of RoCEv2.
 pub const ROCE_V2_PORT: u16 = 4791;
+/// UD SEND_ONLY.
+pub const UD_SEND_ONLY: u8 = 0x64;
+/// UD SEND_ONLY_WITH_IMMEDIATE.
+pub const UD_SEND_ONLY_IMM: u8 = 0x65;
+
 /// Size of the ICRC trailer.
 pub const ICRC_SIZE: usize = 4;
 

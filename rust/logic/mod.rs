@@ -15,6 +15,8 @@ pub mod limits;
 pub mod mcast;
 pub mod mtu;
 pub mod mw;
+pub mod pkt;
 pub mod qp;
 pub mod ring;
+pub mod uc;
 pub mod wqe;

@@ -7,6 +7,9 @@
 //! lengths are summed with overflow checks; nothing is trusted that can be
 //! recomputed.
 
+/// The destination QPN of multicast datagrams.
+pub const MCAST_QPN: u32 = 0x00ff_ffff;
+
 /// `struct rxe_send_wqe` up to its SGEs / inline data.
 pub const SEND_HDR: usize = 208;
 /// `struct rxe_recv_wqe` up to its SGEs.

@@ -15,6 +15,7 @@ use crate::ib::{
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
     device::{Device, Driver, NewDevice},
     link::LinkHandler,
+    net::NetTicket,
     netdev::{Event, Handler, NetDev},
     udata::Udata,
 };
@@ -76,6 +77,8 @@ pub struct RrxeDev {
     /// Multicast groups.
     #[pin]
     mcast: Mutex<McastTable>,
+    /// The device's share of its namespace's UDP sockets.
+    _net: NetTicket,
 }
 
 impl RrxeDev {
@@ -343,6 +346,10 @@ impl Driver for Rrxe {
         qp::query_qp(q)
     }
 
+    fn rx_packet(dev: &Device<Self>, pkt: &[u8]) {
+        crate::rrxe::net::rx(dev, pkt)
+    }
+
     fn post_send_user(q: &Qp<Self>) -> Result {
         crate::rrxe::ud::post_send_user(q)
     }
@@ -413,6 +420,13 @@ impl LinkHandler for Rrxe {
             );
             return Err(EINVAL);
         }
+        let ticket = NetTicket::get(ndev).inspect_err(|e| {
+            pr_err_ratelimited!(
+                "{}: cannot open UDP port 4791 in its namespace ({:?}): one RoCEv2 provider per namespace\n",
+                ndev.name(),
+                e
+            );
+        })?;
         let mut attrs = crate::rrxe::params::device_attrs(guid);
         attrs.max_dm_size = dm_size;
         let dev = try_pin_init!(RrxeDev {
@@ -428,6 +442,7 @@ impl LinkHandler for Rrxe {
             ahs <- Pool::new(1, l::MAX_AH, l::MAX_AH),
             srqs <- Pool::new(l::MIN_SRQ_INDEX, l::MIN_SRQ_INDEX + l::MAX_SRQ - 1, l::MAX_SRQ),
             mcast <- new_mutex!(McastTable::default()),
+            _net: ticket,
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

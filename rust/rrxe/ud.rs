@@ -13,10 +13,12 @@
 //! need the network layer, which is not there yet: they are dropped, as UD
 //! allows, and counted in neither `sent_pkts` nor `sent_bytes`.
 
-use crate::ib::{object::Qp, stats::Counter};
+use crate::ib::{device::Device, object::Qp, stats::Counter};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
+    hdr::{self, Bth, Deth},
+    pkt::{self, IpOut},
     mcast,
     mtu::IbMtu,
     qp::QpState,
@@ -26,6 +28,7 @@ use crate::rrxe::{
     cq,
     device::{Rrxe, RrxeDev},
     mr,
+    net::{self, RxPkt},
     qp::QpShared,
 };
 use core::sync::atomic::Ordering;
@@ -157,28 +160,99 @@ fn send_one(q: &Qp<Rrxe>, d: &RrxeDev, s: &QpShared, slot: &[u8], own_qkey: u32)
         sl: ah.av.sl,
         payload: &buf,
     };
+    let dev = q.device();
     if mcast::is_mcast_gid(&dg.dgid) {
-        let members = {
-            let t = d.mcast().lock();
-            let mut v = KVec::new();
-            if let Some(g) = t.groups.iter().find(|g| g.gid == dg.dgid) {
-                for &n in g.qpns.iter() {
-                    let _ = v.push(n, GFP_KERNEL);
-                }
-            }
-            v
-        };
-        for &n in members.iter() {
-            deliver(d, &Datagram { dqpn: n, ..dg });
+        for n in mcast_members(d, &dg.dgid).iter() {
+            deliver_local(d, &Datagram { dqpn: *n, ..dg });
         }
+        // Members on other hosts hear it on the wire.
+        let _ = send_wire(dev, &dg, wqe::MCAST_QPN);
+    } else if dev.has_gid(1, &dg.dgid) {
         d.count(Counter::SentPkts, 1);
         d.count(Counter::SentBytes, len);
-    } else if q.device().has_gid(1, &dg.dgid) {
-        deliver(d, &dg);
-        d.count(Counter::SentPkts, 1);
-        d.count(Counter::SentBytes, len);
+        deliver_local(d, &dg);
+    } else if send_wire(dev, &dg, dg.dqpn).is_err() {
+        // Unroutable or no memory: lost, as a datagram may be.
+        d.count(Counter::SendErr, 1);
     }
     (wc, signaled)
+}
+
+/// The QPs of this device attached to a multicast group.
+fn mcast_members(d: &RrxeDev, gid: &[u8; 16]) -> KVec<u32> {
+    let t = d.mcast().lock();
+    let mut v = KVec::new();
+    if let Some(g) = t.groups.iter().find(|g| &g.gid == gid) {
+        for &n in g.qpns.iter() {
+            let _ = v.push(n, GFP_KERNEL);
+        }
+    }
+    v
+}
+
+/// Local delivery counts as a packet sent and received.
+fn deliver_local(d: &RrxeDev, dg: &Datagram<'_>) {
+    d.count(Counter::RcvdPkts, 1);
+    d.count(Counter::RcvdBytes, dg.payload.len() as u64);
+    deliver(d, dg);
+}
+
+/// Sends a datagram as a RoCEv2 UD packet (SEND_ONLY, with immediate if
+/// it has one).
+fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
+    let opcode = if dg.imm.is_some() { hdr::UD_SEND_ONLY_IMM } else { hdr::UD_SEND_ONLY };
+    let mut h = [0u8; hdr::BTH + hdr::DETH + hdr::IMMDT];
+    let bth = Bth { opcode, se: dg.solicited, pkey: 0xffff, dqpn, ..Default::default() };
+    bth.write(&mut h).ok_or(EINVAL)?;
+    Deth { qkey: dg.qkey, sqpn: dg.sqpn }.write(&mut h[hdr::BTH..]).ok_or(EINVAL)?;
+    let n = if let Some(imm) = dg.imm {
+        h[hdr::BTH + hdr::DETH..].copy_from_slice(&imm.to_ne_bytes());
+        h.len()
+    } else {
+        hdr::BTH + hdr::DETH
+    };
+    let out = IpOut {
+        sgid: dg.sgid,
+        dgid: dg.dgid,
+        hop_limit: dg.hop_limit,
+        traffic_class: dg.traffic_class,
+        flow_label: dg.flow_label,
+        sport: pkt::udp_sport(dg.flow_label, dg.sqpn, dqpn),
+    };
+    net::xmit(dev, &out, &h[..n], dg.payload.len(), |b| {
+        b.copy_from_slice(dg.payload);
+        Ok(())
+    })
+}
+
+/// A UD packet from the wire (checked by `net::rx`): to one QP, or to the
+/// members of a multicast group. QP1 (GSI) has no receiver yet.
+pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
+    let Some(deth) = p.layout.deth.and_then(|o| Deth::parse(&p.udp[o..])) else { return };
+    let dg = Datagram {
+        dqpn: p.bth.dqpn,
+        sqpn: deth.sqpn,
+        qkey: deth.qkey,
+        imm: p.imm(),
+        solicited: p.bth.se,
+        sgid: p.ip.sgid,
+        dgid: p.ip.dgid,
+        hop_limit: p.ip.hop_limit,
+        traffic_class: p.ip.traffic_class,
+        flow_label: p.ip.flow_label,
+        sl: 0,
+        payload: p.payload,
+    };
+    let d = dev.data();
+    if p.bth.dqpn == wqe::MCAST_QPN {
+        if mcast::is_mcast_gid(&p.ip.dgid) {
+            for n in mcast_members(d, &p.ip.dgid).iter() {
+                deliver(d, &Datagram { dqpn: *n, ..dg });
+            }
+        }
+    } else if !mcast::is_mcast_gid(&p.ip.dgid) {
+        deliver(d, &dg);
+    }
 }
 
 /// Copies a send WQE's payload into `buf` (its exact length).
@@ -267,8 +341,6 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
             return;
         }
     }
-    d.count(Counter::RcvdPkts, 1);
-    d.count(Counter::RcvdBytes, dg.payload.len() as u64);
     let mut wc = Wc {
         wr_id: wqe::wr_id(&slot).unwrap_or(0),
         qp_num: qp.qpn,

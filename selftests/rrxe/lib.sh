@@ -78,3 +78,50 @@ cleanup_net() {
 mk_dummy() {
 	ip link add "$1" type dummy && ip link set "$1" up
 }
+
+# Two namespaces joined by a veth pair, each end up with an address:
+# mk_veth_pair NS_A NS_B (ends rrxtva in NS_A with 10.78.0.1 and fd78::1,
+# rrxtvb in NS_B with 10.78.0.2 and fd78::2).
+mk_veth_pair() {
+	local a=$1 b=$2
+	ip netns add "$a" && ip netns add "$b" &&
+	ip link add rrxtva type veth peer name rrxtvb &&
+	ip link set rrxtva netns "$a" && ip link set rrxtvb netns "$b" &&
+	ip -n "$a" addr add 10.78.0.1/24 dev rrxtva &&
+	ip -n "$b" addr add 10.78.0.2/24 dev rrxtvb &&
+	ip -n "$a" addr add fd78::1/64 dev rrxtva nodad &&
+	ip -n "$b" addr add fd78::2/64 dev rrxtvb nodad &&
+	ip -n "$a" link set lo up && ip -n "$b" link set lo up &&
+	ip -n "$a" link set rrxtva up && ip -n "$b" link set rrxtvb up
+}
+
+# Waits until DEV lists a GID containing TEXT (e.g. ffff:10.78.0.1).
+wait_gid() {
+	local dev=$1 text=$2
+	# shellcheck disable=SC2317
+	_has_gid() { ibv_devinfo -v -d "$dev" | grep -q "GID\[.*$text"; }
+	wait_for 10 _has_gid
+}
+
+# The GID index of DEV whose GID contains TEXT.
+gid_index() {
+	ibv_devinfo -v -d "$1" | sed -n "s/.*GID\[ *\([0-9]*\)\]:.*$2.*/\1/p" | head -n1
+}
+
+# pingpong_ns TOOL NS_SRV DEV_SRV NS_CLI DEV_CLI SRV_IP GID_TEXT ARGS...: a
+# stock ibv_*_pingpong with its server in one namespace and its client in
+# another, each on its own device, using the GID that contains GID_TEXT
+# on each side (the same index on both, as the tools take one -g).
+pingpong_ns() {
+	local tool=$1 ns_s=$2 dev_s=$3 ns_c=$4 dev_c=$5 ip=$6 g=$7; shift 7
+	local log=/tmp/rrxe_pp.$$ gi
+	gi=$(gid_index "$dev_s" "$g")
+	[ -n "$gi" ] || { echo "no GID like $g on $dev_s"; return 1; }
+	ip netns exec "$ns_s" "$tool" -d "$dev_s" -g "$gi" -c "$@" >$log 2>&1 &
+	local srv=$!
+	sleep 1
+	timeout 60 ip netns exec "$ns_c" "$tool" -d "$dev_c" -g "$gi" -c "$@" "$ip" || {
+		kill $srv 2>/dev/null; cat $log; rm -f $log; return 1; }
+	wait $srv || { cat $log; rm -f $log; return 1; }
+	rm -f $log
+}

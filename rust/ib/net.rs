@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RoCEv2 over UDP: the port 4791 sockets of a network namespace, sending
+//! an IP packet the driver builds, and receiving packets.
+//!
+//! Sockets are shared by the devices of a namespace through [`NetTicket`]s.
+//! Received packets reach the driver in process context (a work item drains
+//! the queue the softirq callback fills), as [`Driver::rx_packet`] calls
+//! with the device of the ingress netdev.
+
+use super::bindings;
+use super::device::{Device, Driver};
+use super::netdev::NetDev;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// Starts the receive side for driver `T`. Call once from module init,
+/// before any [`NetTicket`] exists.
+pub fn init<T: Driver>() -> Result {
+    // SAFETY: Registers a pernet subsystem and the handler below, which is
+    // valid for the module's life (until `fini`).
+    kernel::error::to_result(unsafe { bindings::rrxe_net_init(Some(rx_trampoline::<T>)) })
+}
+
+/// Stops the receive side: closes every socket left, waits for packets in
+/// flight and drops queued ones. Call once from module exit, after every
+/// device is gone.
+pub fn fini() {
+    // SAFETY: `init` succeeded (module init failed otherwise).
+    unsafe { bindings::rrxe_net_fini() };
+}
+
+/// Packets dropped on arrival (no RXE device on the netdev, queue full).
+pub fn rx_dropped() -> u64 {
+    // SAFETY: Reads an atomic counter.
+    unsafe { bindings::rrxe_rx_dropped_count() }
+}
+
+unsafe extern "C" fn rx_trampoline<T: Driver>(ib: *mut bindings::ib_device, skb: *mut bindings::sk_buff) {
+    let Some(dev) = Device::<T>::from_raw_if_ours(ib) else { return };
+    let mut len: u32 = 0;
+    // SAFETY: A linear skb, owned by the work item for this call.
+    let data = unsafe { bindings::rrxe_rx_data(skb, &mut len) };
+    // SAFETY: `data` points at `len` readable bytes of the skb, which lives
+    // until this function returns.
+    let pkt = unsafe { core::slice::from_raw_parts(data, len as usize) };
+    T::rx_packet(dev, pkt);
+}
+
+/// A device's share of the UDP sockets of its netdev's namespace.
+///
+/// # Invariants
+///
+/// `ticket` came from a successful `rrxe_net_get` and is put once, on drop.
+pub struct NetTicket {
+    ticket: u64,
+}
+
+impl NetTicket {
+    /// Opens the namespace's sockets, or takes another reference on them.
+    pub fn get(ndev: &NetDev) -> Result<Self> {
+        let mut ticket = 0u64;
+        // SAFETY: `ndev` is live, so is its namespace; the out-pointer is valid.
+        kernel::error::to_result(unsafe {
+            bindings::rrxe_net_get(bindings::rrxe_dev_net(ndev.as_raw()), &mut ticket)
+        })?;
+        // INVARIANT: A successful get.
+        Ok(Self { ticket })
+    }
+}
+
+impl Drop for NetTicket {
+    fn drop(&mut self) {
+        // SAFETY: Our reference (the type invariant); a no-op if the
+        // namespace has closed the sockets already.
+        unsafe { bindings::rrxe_net_put(self.ticket) };
+    }
+}
+
+/// An outgoing IP packet, routed, with its bytes still to be written.
+///
+/// # Invariants
+///
+/// `skb` is an skb from `rrxe_tx_skb` that we own; `data` points at its
+/// `len` bytes from the network header.
+pub struct TxPacket {
+    skb: NonNull<bindings::sk_buff>,
+    data: NonNull<u8>,
+    len: usize,
+    v6: bool,
+}
+
+impl TxPacket {
+    /// Routes a packet from `saddr` to `daddr` (4 or 16 bytes each) in
+    /// `ndev`'s namespace, leaving by `ndev`, and allocates `len` bytes for
+    /// it.
+    pub fn new(ndev: &NetDev, saddr: &[u8], daddr: &[u8], tos: u8, len: usize) -> Result<Self> {
+        let v6 = match (saddr.len(), daddr.len()) {
+            (4, 4) => false,
+            (16, 16) => true,
+            _ => return Err(EINVAL),
+        };
+        let mut data = core::ptr::null_mut();
+        let len32 = u32::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: `ndev` is live; the addresses are readable for their
+        // lengths (4 or 16, matching `v6`); `data` is a valid out-pointer.
+        let skb = unsafe {
+            bindings::rrxe_tx_skb(ndev.as_raw(), v6, saddr.as_ptr(), daddr.as_ptr(), tos, len32, &mut data)
+        };
+        // SAFETY: Checking an error pointer.
+        if unsafe { bindings::rrxe_is_err(skb.cast()) } {
+            // SAFETY: As above.
+            return Err(Error::from_errno(unsafe { bindings::rrxe_ptr_err(skb.cast()) } as i32));
+        }
+        let (Some(skb), Some(data)) = (NonNull::new(skb), NonNull::new(data)) else {
+            return Err(ENOMEM);
+        };
+        // INVARIANT: A fresh skb with `len` bytes put at `data`.
+        Ok(Self { skb, data, len, v6 })
+    }
+
+    /// The packet's bytes, from the IP header on.
+    pub fn data(&mut self) -> &mut [u8] {
+        // SAFETY: `len` bytes at `data`, owned with the skb (the invariant).
+        unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
+    }
+
+    /// Lets the stack choose the IPv4 identification of the header written
+    /// in [`Self::data`] (before the ICRC is computed over it).
+    pub fn ip4_ident(&mut self) {
+        if !self.v6 {
+            // SAFETY: Our skb, with its IPv4 header written by the caller.
+            unsafe { bindings::rrxe_tx_ip4_ident(self.skb.as_ptr()) };
+        }
+    }
+
+    /// Hands the packet to the IP layer.
+    pub fn send(self) -> Result {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: Our skb; `rrxe_tx_send` consumes it.
+        kernel::error::to_result(unsafe { bindings::rrxe_tx_send(this.skb.as_ptr(), this.v6) })
+    }
+}
+
+impl Drop for TxPacket {
+    fn drop(&mut self) {
+        // SAFETY: Still ours: not sent.
+        unsafe { bindings::rrxe_kfree_skb(self.skb.as_ptr()) };
+    }
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RoCEv2 on the wire: building and sending packets (IP, UDP, the
+//! transport headers, the payload, its pad and the ICRC), and the first
+//! checks on packets that arrive, before the transports see them.
+
+use crate::ib::{device::Device, net::TxPacket, stats::Counter};
+use crate::logic::{
+    hdr::{self, Bth, Layout, Service},
+    icrc::{self, UDP_HDR},
+    mcast,
+    pkt::{self, IpInfo, IpOut},
+};
+use crate::rrxe::{device::Rrxe, ud, uc};
+use kernel::prelude::*;
+
+/// Sends one packet: `hdrs` (the BTH and its extension headers) and
+/// `payload_len` bytes that `fill` writes, padded to four bytes, with the
+/// ICRC. The BTH's pad count is set here.
+pub fn xmit(
+    dev: &Device<Rrxe>,
+    out: &IpOut,
+    hdrs: &[u8],
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    let ndev = dev.netdev(1).ok_or(ENODEV)?;
+    let pad = (4 - payload_len % 4) % 4;
+    let udp_payload = hdrs.len() + payload_len + pad + hdr::ICRC_SIZE;
+    let h = out.hdr_len();
+    let total = h + udp_payload;
+    let (s, d) = if out.v4() { (&out.sgid[12..], &out.dgid[12..]) } else { (&out.sgid[..], &out.dgid[..]) };
+    let mut tx = TxPacket::new(&ndev, s, d, out.traffic_class, total)?;
+    {
+        let p = tx.data();
+        out.write(p, udp_payload).ok_or(EINVAL)?;
+        let (t, rest) = p[h..].split_at_mut(hdrs.len());
+        t.copy_from_slice(hdrs);
+        t[1] = (t[1] & !0x30) | ((pad as u8) << 4);
+        let (body, tail) = rest.split_at_mut(payload_len);
+        fill(body)?;
+        tail[..pad].fill(0);
+    }
+    tx.ip4_ident();
+    let p = tx.data();
+    let crc = icrc::icrc(&p[..total - hdr::ICRC_SIZE]).map_err(|_| EINVAL)?;
+    p[total - hdr::ICRC_SIZE..].copy_from_slice(&crc.to_le_bytes());
+    tx.send()?;
+    let d = dev.data();
+    d.count(Counter::SentPkts, 1);
+    d.count(Counter::SentBytes, payload_len as u64);
+    Ok(())
+}
+
+/// A received packet, checked up to its transport headers.
+pub struct RxPkt<'a> {
+    /// The IP and UDP headers.
+    pub ip: IpInfo,
+    /// The BTH.
+    pub bth: Bth,
+    /// Where the extension headers are.
+    pub layout: Layout,
+    /// The UDP payload: BTH to ICRC.
+    pub udp: &'a [u8],
+    /// The packet's payload.
+    pub payload: &'a [u8],
+}
+
+impl RxPkt<'_> {
+    /// The immediate data, as stored (network order).
+    pub fn imm(&self) -> Option<u32> {
+        let o = self.layout.immdt?;
+        let b = self.udp.get(o..o + hdr::IMMDT)?;
+        Some(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+/// The receive path's entry: IP/UDP checks, ICRC, BTH, destination GID,
+/// then the packet's transport. Anything malformed is dropped silently, as
+/// the wire allows.
+pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
+    let Ok(ip) = pkt::parse(p) else { return };
+    let p = &p[..ip.total];
+    let udp = &p[ip.ip_len + UDP_HDR..];
+    if udp.len() < hdr::BTH + hdr::ICRC_SIZE {
+        return;
+    }
+    let (body, trailer) = p.split_at(p.len() - hdr::ICRC_SIZE);
+    match icrc::icrc(body) {
+        Ok(c) if c.to_le_bytes() == trailer => {}
+        _ => return,
+    }
+    let Some((bth, layout, range)) = hdr::split(udp) else { return };
+    // TVer 0, the default P_Key (either membership), QPN 0 unused.
+    if bth.tver != 0 || bth.pkey & 0x7fff != 0x7fff || bth.dqpn == 0 {
+        return;
+    }
+    if !mcast::is_mcast_gid(&ip.dgid) && !dev.has_gid(1, &ip.dgid) {
+        return;
+    }
+    let rx = RxPkt { ip, bth, layout, udp, payload: &udp[range] };
+    dev.data().count(Counter::RcvdPkts, 1);
+    dev.data().count(Counter::RcvdBytes, rx.payload.len() as u64);
+    match hdr::service(bth.opcode) {
+        Some(Service::Ud) => ud::rx(dev, &rx),
+        Some(Service::Uc) => uc::rx(dev, &rx),
+        // The reliable transport is not there yet.
+        Some(Service::Rc) | None => {}
+    }
+}
+
+/// Sends on the wire unless `dgid` is this device's own (then the caller
+/// delivers locally).
+pub fn is_remote(dev: &Device<Rrxe>, dgid: &[u8; 16]) -> bool {
+    !dev.has_gid(1, dgid)
+}
+
+/// Whether `pkt` is IPv4 (kept for the transports' GRH).
+pub fn v4(gid: &[u8; 16]) -> bool {
+    pkt::is_v4_mapped(gid)
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# RoCEv2 on the wire: two rrxe devices in two network namespaces joined by
+# a veth pair. Each namespace gets its own UDP 4791 sockets; stock
+# ibv_ud_pingpong validates every buffer (-c) across them over IPv4 and
+# IPv6; counters on both sides count the packets; the sockets close with
+# the last device of their namespace.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ktap_print_header
+ktap_set_plan 7
+
+A=rrxtwa B=rrxtwb
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_veth_pair $A $B || ktap_exit_fail_msg "veth setup failed"
+
+listening() { ip netns exec "$1" ss -Huln "sport = :4791" | grep -q ":4791"; }
+listening6() { ip netns exec "$1" ss -Hul6n "sport = :4791" | grep -q ":4791"; }
+check "a device opens UDP 4791 over IPv4 and IPv6 in its namespace, not elsewhere" \
+	bash -c "$(declare -f listening listening6 link_add)
+		! listening $A && ip netns exec $A bash -c '$(declare -f link_add); RRXE_LINK_TYPE=$RRXE_LINK_TYPE link_add rrxewa rrxtva' &&
+		listening $A && listening6 $A && ! listening $B && ! ss -Huln 'sport = :4791' | grep -q 4791"
+ip netns exec $B rdma link add rrxewb type "$RRXE_LINK_TYPE" netdev rrxtvb ||
+	ktap_exit_fail_msg "second device failed"
+wait_gid rrxewa ffff:10.78.0.1 && wait_gid rrxewb ffff:10.78.0.2 &&
+	wait_gid rrxewa fd78::1 && wait_gid rrxewb fd78::2 || ktap_exit_fail_msg "GIDs did not appear"
+
+hw=/sys/class/infiniband
+sa=$(cat $hw/rrxewa/ports/1/hw_counters/sent_pkts)
+rb=$(cat $hw/rrxewb/ports/1/hw_counters/rcvd_pkts)
+check "ibv_ud_pingpong -c between namespaces over IPv4 (1024 bytes, 200 iterations)" \
+	pingpong_ns ibv_ud_pingpong $B rrxewb $A rrxewa 10.78.0.2 ffff:10.78.0 -s 1024 -n 200
+counted() {
+	local s r
+	s=$(cat $hw/rrxewa/ports/1/hw_counters/sent_pkts)
+	r=$(cat $hw/rrxewb/ports/1/hw_counters/rcvd_pkts)
+	[ $((s - sa)) -ge 200 ] && [ $((r - rb)) -ge 200 ] || { echo "A sent $((s - sa)), B received $((r - rb))"; return 1; }
+}
+check "the senders' sent_pkts and the receivers' rcvd_pkts count the datagrams" counted
+check "ibv_ud_pingpong -c between namespaces over IPv6 (512 bytes)" \
+	pingpong_ns ibv_ud_pingpong $B rrxewb $A rrxewa fd78::2 fd78: -s 512 -n 100
+check "ibv_ud_pingpong -c with inline 1-byte messages, the other direction" \
+	pingpong_ns ibv_ud_pingpong $A rrxewa $B rrxewb 10.78.0.1 ffff:10.78.0 -s 1 -n 50
+check "a second device in a namespace shares its sockets; they close with the last one" \
+	bash -c "$(declare -f listening)
+		ip netns exec $A ip link add rrxtd9 type dummy && ip -n $A link set rrxtd9 up &&
+		ip netns exec $A rdma link add rrxewa2 type $RRXE_LINK_TYPE netdev rrxtd9 &&
+		rdma link delete rrxewa && listening $A &&
+		rdma link delete rrxewa2 && ! listening $A && listening $B"
+check "deleting a namespace with a device in it closes its sockets and removes the device" \
+	bash -c "ip netns del $B && $(declare -f wait_for dev_gone); wait_for 10 dev_gone rrxewb"
+
+cleanup_net
+ktap_finished
