@@ -21,7 +21,7 @@ use super::{
     ah::AhInit,
     cq::{CqAttr, CqRef, NotifyFlags, WcOut},
     qp::{self, QpInit},
-    srq::{SrqAttr, SrqInit, SrqMask},
+    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
     stats,
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
@@ -189,7 +189,14 @@ pub trait Driver: Sized + Send + Sync + 'static {
     }
 
     /// A new SRQ in `pd`; returns its data and the attributes it has.
-    fn create_srq(_pd: &Pd<Self>, _init: &SrqInit, _udata: Option<&Udata>) -> Result<(Self::Srq, SrqAttr)> {
+    /// `this` is a handle to the SRQ being created, for raising its limit
+    /// event later.
+    fn create_srq(
+        _pd: &Pd<Self>,
+        _init: &SrqInit,
+        _udata: Option<&Udata>,
+        _this: SrqRef<Self>,
+    ) -> Result<(Self::Srq, SrqAttr)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -1132,7 +1139,9 @@ impl<T: Driver> Adapter<T> {
                 };
                 (Pd::<T>::from_raw((*srq).pd), req, Udata::from_raw(udata))
             };
-            let (data, attr) = T::create_srq(pd, &req, udata)?;
+            // SAFETY: The SRQ being created.
+            let this = unsafe { SrqRef::from_raw(srq) };
+            let (data, attr) = T::create_srq(pd, &req, udata, this)?;
             // SAFETY: As above; the data part is uninitialised and ours; the
             // attributes made go back in the request.
             unsafe {

@@ -7,7 +7,7 @@
 use super::{
     bindings,
     device::Driver,
-    object::{Cq, Qp},
+    object::{Cq, Qp, Srq},
 };
 use crate::logic::qp::{Av, QpAttrs, QpCap, QpState};
 
@@ -60,6 +60,7 @@ pub struct QpInit {
     pub has_cqs: bool,
     send_cq: *mut bindings::ib_cq,
     recv_cq: *mut bindings::ib_cq,
+    srq: *mut bindings::ib_srq,
 }
 
 impl QpInit {
@@ -79,7 +80,18 @@ impl QpInit {
             has_cqs: !a.send_cq.is_null() && !a.recv_cq.is_null(),
             send_cq: a.send_cq,
             recv_cq: a.recv_cq,
+            srq: a.srq,
         }
+    }
+
+    /// The SRQ receives come from, if any.
+    pub fn srq<T: Driver>(&self) -> Option<&Srq<T>> {
+        if self.srq.is_null() {
+            return None;
+        }
+        // SAFETY: The core holds the SRQ (of this device, so of `T`) for
+        // the call and, once the QP exists, for its life.
+        Some(unsafe { Srq::from_raw(self.srq) })
     }
 
     /// The send and receive CQs, when both were given.
@@ -115,7 +127,11 @@ pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr) -> Av {
     // SAFETY: `raw` covers the whole GID union; `roce` is the member the
     // core fills for RoCE address handles (and zero otherwise).
     let (dgid, dmac) = unsafe { (*a.grh.dgid.raw.as_ref(), a.__bindgen_anon_1.roce.as_ref().dmac) };
+    // SAFETY: The core resolves and references the source GID attribute
+    // for the call (or leaves it null); `raw` covers the GID union.
+    let sgid = unsafe { a.grh.sgid_attr.as_ref() }.map_or([0; 16], |g| unsafe { *g.gid.raw.as_ref() });
     Av {
+        sgid,
         dgid,
         sgid_index: a.grh.sgid_index,
         flow_label: a.grh.flow_label,

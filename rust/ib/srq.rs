@@ -2,7 +2,7 @@
 
 //! Shared receive queues: core-allocated `ib_srq` objects with driver data.
 
-use super::{bindings, device::Driver, object::Srq};
+use super::{bindings, device::Driver};
 
 /// `struct ib_srq_attr`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,13 +58,41 @@ impl SrqMask {
     }
 }
 
-impl<T: Driver> Srq<T> {
+/// An SRQ's C object, for code that outlives a borrow of it (the receive
+/// path raises the limit event of SRQs it reached through a QP).
+///
+/// # Invariants
+///
+/// Points to an SRQ of driver `T` that was alive when the handle was made.
+/// Whoever holds a handle must stop using it before the SRQ is destroyed
+/// (the driver's SRQ data drops it under its lock in its destructor).
+pub struct SrqRef<T: Driver>(core::ptr::NonNull<bindings::ib_srq>, core::marker::PhantomData<T>);
+
+// SAFETY: The pointer is only dereferenced under the rules above, which do
+// not depend on the thread.
+unsafe impl<T: Driver> Send for SrqRef<T> {}
+// SAFETY: See above.
+unsafe impl<T: Driver> Sync for SrqRef<T> {}
+
+impl<T: Driver> SrqRef<T> {
+    /// # Safety
+    ///
+    /// `srq` must be an SRQ of driver `T` being created or alive.
+    pub(crate) unsafe fn from_raw(srq: *mut bindings::ib_srq) -> Self {
+        // SAFETY: Not null by the caller's promise.
+        Self(unsafe { core::ptr::NonNull::new_unchecked(srq) }, core::marker::PhantomData)
+    }
+
     /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`.
-    pub fn raise_limit_reached(&self) {
-        let srq = self.as_raw();
-        // SAFETY: The core set the handler and context before `create_srq`
-        // and they stay while the SRQ lives; the event is read during the
-        // call only.
+    ///
+    /// # Safety
+    ///
+    /// The SRQ must not have been destroyed (see the type invariant).
+    pub unsafe fn raise_limit_reached(&self) {
+        let srq = self.0.as_ptr();
+        // SAFETY: Alive by the caller's promise; the core set the handler
+        // and context before `create_srq` and they stay while the SRQ
+        // lives; the event is read during the call only.
         unsafe {
             if let Some(h) = (*srq).event_handler {
                 let mut ev: bindings::ib_event = core::mem::zeroed();

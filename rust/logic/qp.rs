@@ -110,6 +110,9 @@ pub struct Av {
     pub dmac: [u8; 6],
     /// Port.
     pub port_num: u32,
+    /// The source GID the index named when the AV was set (zero when
+    /// unknown).
+    pub sgid: [u8; 16],
 }
 
 /// Queue capacities.

@@ -9,7 +9,7 @@ use crate::ib::{
     mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
     ah::AhInit,
     object::{Ah, Cq, Pd, Qp, Srq, Ucontext},
-    srq::{SrqAttr, SrqInit, SrqMask},
+    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
     stats::{self, Counter},
     qp::QpInit,
     attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
@@ -303,8 +303,13 @@ impl Driver for Rrxe {
         ah::query_ah(a)
     }
 
-    fn create_srq(pd: &Pd<Self>, init: &SrqInit, udata: Option<&Udata>) -> Result<(RrxeSrq, SrqAttr)> {
-        srq::create_srq(pd, init, udata)
+    fn create_srq(
+        pd: &Pd<Self>,
+        init: &SrqInit,
+        udata: Option<&Udata>,
+        this: SrqRef<Self>,
+    ) -> Result<(RrxeSrq, SrqAttr)> {
+        srq::create_srq(pd, init, udata, this)
     }
 
     fn modify_srq(s: &Srq<Self>, attr: SrqAttr, mask: SrqMask, udata: Option<&Udata>) -> Result {

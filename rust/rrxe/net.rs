@@ -108,14 +108,3 @@ pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
         Some(Service::Rc) | None => {}
     }
 }
-
-/// Sends on the wire unless `dgid` is this device's own (then the caller
-/// delivers locally).
-pub fn is_remote(dev: &Device<Rrxe>, dgid: &[u8; 16]) -> bool {
-    !dev.has_gid(1, dgid)
-}
-
-/// Whether `pkt` is IPv4 (kept for the transports' GRH).
-pub fn v4(gid: &[u8; 16]) -> bool {
-    pkt::is_v4_mapped(gid)
-}

@@ -24,8 +24,10 @@ use crate::rrxe::{
     cq::{self, CqShared},
     device::{Rrxe, RrxeDev},
     queue::{MmapInfo, Role, UserRing},
+    srq::SrqShared,
 };
-use kernel::{new_spinlock, prelude::*, sync::{Arc, SpinLock}, transmute::AsBytes};
+use crate::logic::uc::RxSeq;
+use kernel::{new_mutex, new_spinlock, prelude::*, sync::{Arc, Mutex, SpinLock}, transmute::AsBytes};
 
 /// The create response of the rxe ABI: the RQ's and the SQ's mmap info.
 #[repr(C)]
@@ -66,9 +68,55 @@ pub struct QpShared {
     pub send_cq: Arc<CqShared>,
     /// Where receive completions go.
     pub recv_cq: Arc<CqShared>,
+    /// The SRQ receives come from, if any.
+    pub srq: Option<Arc<SrqShared>>,
     /// State and rings.
     #[pin]
     pub inner: SpinLock<QpInner>,
+    /// Serialises the processing of the send queue (doorbells may ring
+    /// on several CPUs at once).
+    #[pin]
+    pub send_lock: Mutex<()>,
+    /// The UC responder's message state. Taken before `inner` when both
+    /// are needed.
+    #[pin]
+    pub uc_rx: Mutex<UcRx>,
+}
+
+/// The UC responder's state between packets.
+#[derive(Default)]
+pub struct UcRx {
+    /// PSN and message sequencing.
+    pub seq: RxSeq,
+    /// The receive WQE of the SEND in progress (or kept from an abandoned
+    /// one for the next), copied out of its ring.
+    pub held: Option<(KVec<u8>, u32)>,
+    /// Bytes of the message in progress taken so far.
+    pub offset: u64,
+    /// The RDMA WRITE in progress: address, rkey, length.
+    pub write: Option<(u64, u32, u64)>,
+}
+
+impl QpShared {
+    /// Takes the next receive WQE (from the SRQ or the QP's own ring) into
+    /// `slot`, resized to fit. Returns the scatter entries it may hold.
+    pub fn pop_recv(&self, slot: &mut KVec<u8>) -> Option<u32> {
+        if let Some(srq) = self.srq.as_ref() {
+            let mut g = srq.inner.lock();
+            let max = g.max_sge;
+            return g.pop(slot).then_some(max);
+        }
+        let size = self.inner.lock().rq.as_ref()?.geometry().elem_size();
+        if slot.len() != size {
+            slot.resize(size, 0u8, GFP_KERNEL).ok()?;
+        }
+        let mut g = self.inner.lock();
+        let rq = g.rq.as_mut()?;
+        if rq.geometry().elem_size() != slot.len() {
+            return None;
+        }
+        rq.pop(slot).then_some(self.cap.max_recv_sge)
+    }
 }
 
 /// A QP as the core holds it: leaves the QP table when destroyed.
@@ -110,6 +158,7 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
     }
     let (scq, rcq) = init.cqs::<Rrxe>().ok_or(EINVAL)?;
     let (send_cq, recv_cq) = (scq.data().shared.clone(), rcq.data().shared.clone());
+    let srq = init.srq::<Rrxe>().map(|x| x.data().shared.clone());
     qp::check_cap(&init.cap, init.has_srq).map_err(attr_err)?;
     let Some(udata) = udata else {
         return Err(EOPNOTSUPP);
@@ -155,7 +204,10 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
                 pd: pd as *const Pd<Rrxe> as usize,
                 send_cq: send_cq.clone(),
                 recv_cq: recv_cq.clone(),
+                srq: srq.clone(),
                 inner <- new_spinlock!(inner),
+                send_lock <- new_mutex!(()),
+                uc_rx <- new_mutex!(UcRx::default()),
             }? Error),
             GFP_KERNEL,
         )
@@ -185,8 +237,26 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
     }
     let was = g.attrs.state;
     qp::apply(&mut g.attrs, new, mask);
-    if g.attrs.state == QpState::Err && was != QpState::Err {
+    let to_err = g.attrs.state == QpState::Err && was != QpState::Err;
+    if to_err {
         flush(s, &mut g);
+    }
+    drop(g);
+    // The responder's state has its own lock, taken before `inner`.
+    let mut rx = s.uc_rx.lock();
+    if mask & qp::mask::RQ_PSN != 0 {
+        rx.seq = RxSeq { epsn: new.rq_psn & 0x00ff_ffff, msg: None };
+        rx.offset = 0;
+        rx.write = None;
+    }
+    if to_err {
+        // A receive WQE kept by the UC responder is flushed too.
+        if let Some((slot, _)) = rx.held.take() {
+            let wc = Wc { status: status::WR_FLUSH_ERR, qp_num: s.qpn, wr_id: wqe::wr_id(&slot).unwrap_or(0), ..Default::default() };
+            let _ = cq::post(&s.recv_cq, &wc, false);
+        }
+        rx.seq.msg = None;
+        rx.write = None;
     }
     Ok(())
 }

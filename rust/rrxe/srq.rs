@@ -8,7 +8,7 @@
 
 use crate::ib::{
     object::{Pd, Srq},
-    srq::{SrqAttr, SrqInit, SrqMask},
+    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
     udata::Udata,
 };
 use crate::logic::{
@@ -60,6 +60,32 @@ pub struct SrqInner {
     pub max_sge: u32,
     /// The armed limit (0: none).
     pub limit: u32,
+    /// The C object, for the limit event; dropped before it goes.
+    pub this: Option<SrqRef<Rrxe>>,
+}
+
+impl SrqInner {
+    /// Takes the next receive WQE into `slot` (resized to the ring's
+    /// slots). When fewer than an armed limit remain afterwards, the limit
+    /// event fires and disarms, as the IB spec has it.
+    pub fn pop(&mut self, slot: &mut KVec<u8>) -> bool {
+        let size = self.ring.geometry().elem_size();
+        if slot.len() != size && slot.resize(size, 0u8, GFP_ATOMIC).is_err() {
+            return false;
+        }
+        if !self.ring.pop(slot) {
+            return false;
+        }
+        if self.limit != 0 && self.ring.pending() < self.limit {
+            self.limit = 0;
+            if let Some(h) = self.this.as_ref() {
+                // SAFETY: `this` is dropped (under this lock) before the
+                // SRQ is destroyed.
+                unsafe { h.raise_limit_reached() };
+            }
+        }
+        true
+    }
 }
 
 /// An SRQ as the device's SRQ table holds it.
@@ -93,6 +119,8 @@ unsafe impl Sync for RrxeSrq {}
 
 impl Drop for RrxeSrq {
     fn drop(&mut self) {
+        // The C object goes after this: no event may reach it.
+        self.shared.inner.lock().this = None;
         // SAFETY: See the `Send` impl.
         unsafe { (*self.dev).srq_pool().remove(self.shared.num) };
     }
@@ -106,7 +134,12 @@ fn attr_err(e: AttrError) -> Error {
 }
 
 /// `create_srq`.
-pub fn create_srq(pd: &Pd<Rrxe>, init: &SrqInit, udata: Option<&Udata>) -> Result<(RrxeSrq, SrqAttr)> {
+pub fn create_srq(
+    pd: &Pd<Rrxe>,
+    init: &SrqInit,
+    udata: Option<&Udata>,
+    this: SrqRef<Rrxe>,
+) -> Result<(RrxeSrq, SrqAttr)> {
     if !init.basic {
         return Err(EOPNOTSUPP);
     }
@@ -122,7 +155,7 @@ pub fn create_srq(pd: &Pd<Rrxe>, init: &SrqInit, udata: Option<&Udata>) -> Resul
     let attr = SrqAttr { max_wr: ring.geometry().index_mask, max_sge, srq_limit: init.attr.srq_limit };
     let mi = ring.mmap_info();
     let dev = pd.device().data();
-    let mut inner = Some(SrqInner { ring, max_sge, limit: init.attr.srq_limit });
+    let mut inner = Some(SrqInner { ring, max_sge, limit: init.attr.srq_limit, this: Some(this) });
     let (num, shared) = dev.srq_pool().insert(|num| {
         let inner = inner.take().ok_or(EINVAL)?;
         Arc::pin_init(try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error), GFP_KERNEL)

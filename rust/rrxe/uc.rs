@@ -1,9 +1,445 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The unreliable connected transport.
+//! The unreliable connected transport: SEND and RDMA WRITE, with or
+//! without immediate data, segmented at the path MTU.
+//!
+//! The requester sends each WQE's packets (to the wire, or straight to the
+//! destination QP when its GID is this device's) and completes the WQE once
+//! they are out: UC has no acknowledgements. The responder follows the
+//! packet sequence (`logic::uc`): a lost packet or an opcode out of order
+//! abandons the message in progress, and nothing is taken until the next
+//! FIRST or ONLY packet. A SEND consumes a receive WQE (kept across an
+//! abandoned message, as the IB spec's class D1 errors have it); a WRITE
+//! goes to the memory its RETH names, with the rkey, the PD, the rights
+//! and the bounds checked, and the key resolved again on every packet.
 
-use crate::ib::device::Device;
-use crate::rrxe::{device::Rrxe, net::RxPkt};
+use crate::ib::{device::Device, object::Qp, qp::QpType, stats::Counter};
+use crate::logic::{
+    access,
+    cqe::{flags, status, Wc},
+    hdr::{self, Bth, Reth},
+    mtu::IbMtu,
+    pkt::{self, IpOut},
+    qp::{QpAttrs, QpState},
+    uc::{self as seq, Kind, Pos, Verdict},
+    wqe::{self, Opcode, Payload, Transport, WrDetail},
+};
+use crate::rrxe::{
+    cq,
+    device::{Rrxe, RrxeDev},
+    mr::{self, Copy},
+    net::{self, RxPkt},
+    qp::{QpShared, UcRx},
+};
+use kernel::prelude::*;
 
-/// A UC packet from the wire.
-pub fn rx(_dev: &Device<Rrxe>, _p: &RxPkt<'_>) {}
+/// Largest UC message (2^31 bytes, as rxe's `max_msg_sz`).
+const MAX_MSG: u64 = 1 << 31;
+
+/// One UC packet, from the wire or from a local requester.
+pub struct UcPkt<'a> {
+    /// Its PSN.
+    pub psn: u32,
+    /// Its opcode.
+    pub opcode: u8,
+    /// Solicited event.
+    pub se: bool,
+    /// The RETH of a WRITE's first packet.
+    pub reth: Option<Reth>,
+    /// Immediate data (as stored, network order).
+    pub imm: Option<u32>,
+    /// Payload.
+    pub payload: &'a [u8],
+    /// Source GID (the sender's address).
+    pub sgid: [u8; 16],
+    /// Destination GID.
+    pub dgid: [u8; 16],
+}
+
+/// Reads a send WQE's payload in order, a packet at a time.
+struct Gather<'a> {
+    slot: &'a [u8],
+    payload: Payload,
+    sge: u32,
+    off: u64,
+    inline_off: usize,
+}
+
+impl<'a> Gather<'a> {
+    fn new(slot: &'a [u8], payload: Payload) -> Self {
+        Self { slot, payload, sge: 0, off: 0, inline_off: 0 }
+    }
+
+    /// Fills `out` with the next bytes, through the lkeys of `pd`.
+    fn read(&mut self, d: &RrxeDev, pd: usize, out: &mut [u8]) -> Result {
+        match self.payload {
+            Payload::Inline { len } => {
+                let end = self.inline_off.checked_add(out.len()).ok_or(EINVAL)?;
+                if end > len as usize {
+                    return Err(EINVAL);
+                }
+                let src = self.slot.get(wqe::SEND_HDR + self.inline_off..wqe::SEND_HDR + end).ok_or(EINVAL)?;
+                out.copy_from_slice(src);
+                self.inline_off = end;
+            }
+            Payload::Sges { n, .. } => {
+                let mut done = 0usize;
+                while done < out.len() {
+                    if self.sge >= n {
+                        return Err(EINVAL);
+                    }
+                    let sge = wqe::sge_at(self.slot, wqe::SEND_HDR, self.sge).ok_or(EINVAL)?;
+                    let left = u64::from(sge.length).saturating_sub(self.off);
+                    if left == 0 {
+                        self.sge += 1;
+                        self.off = 0;
+                        continue;
+                    }
+                    let k = left.min((out.len() - done) as u64) as usize;
+                    let at = sge.addr.checked_add(self.off).ok_or(EINVAL)?;
+                    let m = mr::lookup_mr(d, sge.lkey, pd, 0, at, k as u64)?;
+                    m.read(at, &mut out[done..done + k])?;
+                    done += k;
+                    self.off += k as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn mtu_bytes(raw: u32) -> usize {
+    IbMtu::from_raw(raw).map_or(256, |m| m.bytes() as usize)
+}
+
+/// Sends one UC WQE; returns its completion and whether it asked for one.
+/// Called with the QP's send lock held, on a QP in RTS.
+pub fn send_one(q: &Qp<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (Wc, bool) {
+    let dev = q.device();
+    let d = dev.data();
+    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, ..Default::default() };
+    let w = match wqe::parse_send(slot, Transport::Uc, s.cap.max_send_sge, s.cap.max_inline_data) {
+        Ok(w) => w,
+        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => {
+            wc.status = status::LOC_LEN_ERR;
+            return (wc, true);
+        }
+        Err(_) => {
+            wc.status = status::LOC_QP_OP_ERR;
+            return (wc, true);
+        }
+    };
+    let signaled = w.send_flags & wqe::SEND_SIGNALED != 0;
+    wc.opcode = w.opcode.wc_opcode();
+    let (kind, imm, reth) = match (w.opcode, w.detail) {
+        (Opcode::Send, _) => (Kind::Send, false, None),
+        (Opcode::SendImm, _) => (Kind::Send, true, None),
+        (Opcode::RdmaWrite, WrDetail::Rdma { remote_addr, rkey }) => (Kind::Write, false, Some((remote_addr, rkey))),
+        (Opcode::RdmaWriteImm, WrDetail::Rdma { remote_addr, rkey }) => (Kind::Write, true, Some((remote_addr, rkey))),
+        _ => {
+            wc.status = status::LOC_QP_OP_ERR;
+            return (wc, true);
+        }
+    };
+    let len = match w.payload {
+        Payload::Inline { len } => u64::from(len),
+        Payload::Sges { length, .. } => length,
+    };
+    if len > MAX_MSG {
+        wc.status = status::LOC_LEN_ERR;
+        return (wc, true);
+    }
+    let mtu = mtu_bytes(a.path_mtu);
+    let n = seq::packets(len, mtu as u32);
+    let solicited = w.send_flags & wqe::SEND_SOLICITED != 0;
+    let local = dev.has_gid(1, &a.av.dgid);
+    let out = IpOut {
+        sgid: a.av.sgid,
+        dgid: a.av.dgid,
+        hop_limit: a.av.hop_limit,
+        traffic_class: a.av.traffic_class,
+        flow_label: a.av.flow_label,
+        sport: pkt::udp_sport(a.av.flow_label, s.qpn, a.dest_qp_num),
+    };
+    let mut buf = KVec::new();
+    if local && buf.resize(mtu.min(len as usize), 0u8, GFP_KERNEL).is_err() {
+        wc.status = status::LOC_QP_OP_ERR;
+        return (wc, true);
+    }
+    let dst = if local { d.qp_pool().get(a.dest_qp_num) } else { None };
+    let mut cur = Gather::new(slot, w.payload);
+    let mut psn = a.sq_psn & 0x00ff_ffff;
+    let mut sent = 0u64;
+    for i in 0..n {
+        let pos = Pos::of(i as u32, n as u32);
+        let plen = (len - sent).min(mtu as u64) as usize;
+        let bth = Bth {
+            opcode: seq::opcode(kind, pos, imm),
+            se: pos.ends() && solicited,
+            pkey: 0xffff,
+            dqpn: a.dest_qp_num,
+            psn,
+            ..Default::default()
+        };
+        let r = if pos.starts() {
+            reth.map(|(va, rkey)| Reth { va, rkey, len: len as u32 })
+        } else {
+            None
+        };
+        let im = (pos.ends() && imm).then_some(w.ex);
+        let mut gather_failed = false;
+        if local {
+            let b = &mut buf[..plen];
+            if cur.read(d, s.pd, b).is_err() {
+                gather_failed = true;
+            } else {
+                d.count(Counter::SentPkts, 1);
+                d.count(Counter::SentBytes, plen as u64);
+                if let Some(dq) = dst.as_ref() {
+                    d.count(Counter::RcvdPkts, 1);
+                    d.count(Counter::RcvdBytes, plen as u64);
+                    let p = UcPkt {
+                        psn,
+                        opcode: bth.opcode,
+                        se: bth.se,
+                        reth: r,
+                        imm: im,
+                        payload: b,
+                        sgid: out.sgid,
+                        dgid: out.dgid,
+                    };
+                    receive(d, dq, &p);
+                }
+            }
+        } else {
+            let mut h = [0u8; hdr::BTH + hdr::RETH + hdr::IMMDT];
+            let mut off = hdr::BTH;
+            let _ = bth.write(&mut h);
+            if let Some(r) = r {
+                let _ = r.write(&mut h[off..]);
+                off += hdr::RETH;
+            }
+            if let Some(x) = im {
+                h[off..off + hdr::IMMDT].copy_from_slice(&x.to_ne_bytes());
+                off += hdr::IMMDT;
+            }
+            let res = net::xmit(dev, &out, &h[..off], plen, |b| {
+                cur.read(d, s.pd, b).inspect_err(|_| gather_failed = true)
+            });
+            if res.is_err() && !gather_failed {
+                // Lost on the way out: UC does not retry.
+                d.count(Counter::SendErr, 1);
+            }
+        }
+        if gather_failed {
+            wc.status = status::LOC_PROT_ERR;
+            s.inner.lock().attrs.sq_psn = psn;
+            return (wc, true);
+        }
+        sent += plen as u64;
+        psn = seq::psn_add(psn, 1);
+    }
+    s.inner.lock().attrs.sq_psn = psn;
+    wc.byte_len = len as u32;
+    (wc, signaled)
+}
+
+/// A UC packet from the wire (checked by `net::rx`).
+pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
+    let d = dev.data();
+    let Some(qp) = d.qp_pool().get(p.bth.dqpn) else { return };
+    let pkt = UcPkt {
+        psn: p.bth.psn,
+        opcode: p.bth.opcode,
+        se: p.bth.se,
+        reth: p.layout.reth.and_then(|o| Reth::parse(&p.udp[o..])),
+        imm: p.imm(),
+        payload: p.payload,
+        sgid: p.ip.sgid,
+        dgid: p.ip.dgid,
+    };
+    receive(d, &qp, &pkt);
+}
+
+fn abandon(rx: &mut UcRx) {
+    rx.seq.msg = None;
+    rx.offset = 0;
+    rx.write = None;
+}
+
+/// The UC responder: takes one packet for `qp`.
+pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
+    if qp.ty != QpType::Uc {
+        return;
+    }
+    let Some((kind, pos, _)) = seq::classify(p.opcode) else { return };
+    let a = qp.inner.lock().attrs;
+    if !matches!(a.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) {
+        return;
+    }
+    // Connected: only the peer the QP was connected to may send to it.
+    if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
+        return;
+    }
+    let mtu = mtu_bytes(a.path_mtu);
+    // Every packet but a message's last carries exactly one MTU.
+    let bad_len = if pos.ends() { p.payload.len() > mtu } else { p.payload.len() != mtu };
+    let mut rx = qp.uc_rx.lock();
+    match rx.seq.judge(p.psn, kind, pos) {
+        Verdict::Drop => {
+            abandon(&mut rx);
+            return;
+        }
+        Verdict::Start => {
+            rx.offset = 0;
+            rx.write = None;
+        }
+        Verdict::Continue => {}
+    }
+    let ok = !bad_len
+        && match kind {
+            Kind::Send => recv_send(d, qp, &mut rx, p, pos),
+            Kind::Write => recv_write(d, qp, &mut rx, p, pos, &a),
+        };
+    if !ok {
+        abandon(&mut rx);
+    }
+}
+
+/// Completes the held receive WQE (taking it) with `st`.
+fn complete_held(qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicited: bool) {
+    if let Some((slot, _)) = rx.held.take() {
+        wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
+        wc.qp_num = qp.qpn;
+        wc.port_num = 1;
+        let _ = cq::post(&qp.recv_cq, &wc, solicited);
+    }
+}
+
+/// Makes sure a receive WQE is held; false when the queue is empty.
+fn hold_recv(qp: &QpShared, rx: &mut UcRx) -> bool {
+    if rx.held.is_some() {
+        return true;
+    }
+    let mut slot = KVec::new();
+    match qp.pop_recv(&mut slot) {
+        Some(max) => {
+            rx.held = Some((slot, max));
+            true
+        }
+        None => false,
+    }
+}
+
+fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos) -> bool {
+    // No receive WQE: the message is dropped (UC has no RNR).
+    if pos.starts() && !hold_recv(qp, rx) {
+        return false;
+    }
+    let Some((slot, max)) = rx.held.as_ref() else { return false };
+    let r = match wqe::parse_recv(slot, *max) {
+        Ok(r) => r,
+        Err(_) => {
+            complete_held(qp, rx, Wc { status: status::LOC_QP_OP_ERR, opcode: wqe::WC_RECV, ..Default::default() }, false);
+            return false;
+        }
+    };
+    let len = p.payload.len() as u64;
+    if rx.offset + len > r.length {
+        // Too long for the WQE: with an SRQ the WQE completes in error
+        // (class E); without, it stays for the next message (class D1).
+        if qp.srq.is_some() {
+            complete_held(qp, rx, Wc { status: status::REM_INV_REQ_ERR, opcode: wqe::WC_RECV, ..Default::default() }, false);
+        }
+        return false;
+    }
+    if scatter_at(d, qp.pd, slot, r.num_sge, rx.offset, p.payload).is_err() {
+        complete_held(qp, rx, Wc { status: status::LOC_PROT_ERR, opcode: wqe::WC_RECV, ..Default::default() }, false);
+        return false;
+    }
+    rx.offset += len;
+    if pos.ends() {
+        let mut wc = Wc { opcode: wqe::WC_RECV, byte_len: rx.offset as u32, ..Default::default() };
+        if let Some(imm) = p.imm {
+            wc.wc_flags = flags::WITH_IMM;
+            wc.ex = imm;
+        }
+        complete_held(qp, rx, wc, p.se);
+        rx.offset = 0;
+    }
+    true
+}
+
+fn recv_write(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos, a: &QpAttrs) -> bool {
+    if pos.starts() {
+        let Some(reth) = p.reth else { return false };
+        if a.qp_access_flags & access::REMOTE_WRITE == 0 {
+            return false;
+        }
+        // A zero-length write needs no valid key.
+        if reth.len > 0
+            && mr::lookup_key(d, reth.rkey, qp.pd, qp.qpn, access::REMOTE_WRITE, reth.va, u64::from(reth.len))
+                .is_err()
+        {
+            return false;
+        }
+        rx.write = Some((reth.va, reth.rkey, u64::from(reth.len)));
+    }
+    let Some((va, rkey, len)) = rx.write else { return false };
+    let n = p.payload.len() as u64;
+    if rx.offset + n > len {
+        return false;
+    }
+    if n > 0 {
+        let Some(at) = va.checked_add(rx.offset) else { return false };
+        if mr::copy_by_key(d, rkey, qp.pd, qp.qpn, access::REMOTE_WRITE, at, Copy::Into(p.payload)).is_err() {
+            return false;
+        }
+    }
+    rx.offset += n;
+    if pos.ends() {
+        rx.write = None;
+        rx.offset = 0;
+        if let Some(imm) = p.imm {
+            // The immediate data takes a receive WQE; without one it is lost.
+            if hold_recv(qp, rx) {
+                let wc = Wc {
+                    opcode: wqe::WC_RECV_RDMA_WITH_IMM,
+                    byte_len: len as u32,
+                    wc_flags: flags::WITH_IMM,
+                    ex: imm,
+                    ..Default::default()
+                };
+                complete_held(qp, rx, wc, p.se);
+            }
+        }
+    }
+    true
+}
+
+/// Writes `data` into a receive WQE's SGEs starting `offset` bytes in.
+pub fn scatter_at(d: &RrxeDev, pd: usize, slot: &[u8], n: u32, offset: u64, data: &[u8]) -> Result {
+    let mut skip = offset;
+    let mut done = 0usize;
+    for i in 0..n {
+        if done == data.len() {
+            break;
+        }
+        let sge = wqe::sge_at(slot, wqe::RECV_HDR, i).ok_or(EINVAL)?;
+        let l = u64::from(sge.length);
+        if skip >= l {
+            skip -= l;
+            continue;
+        }
+        let k = (l - skip).min((data.len() - done) as u64) as usize;
+        let at = sge.addr.checked_add(skip).ok_or(EINVAL)?;
+        let m = mr::lookup_mr(d, sge.lkey, pd, access::LOCAL_WRITE, at, k as u64)?;
+        m.write(at, &data[done..done + k])?;
+        done += k;
+        skip = 0;
+    }
+    if done != data.len() {
+        return Err(EINVAL);
+    }
+    Ok(())
+}

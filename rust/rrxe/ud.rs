@@ -13,7 +13,7 @@
 //! need the network layer, which is not there yet: they are dropped, as UD
 //! allows, and counted in neither `sent_pkts` nor `sent_bytes`.
 
-use crate::ib::{device::Device, object::Qp, stats::Counter};
+use crate::ib::{device::Device, object::Qp, qp::QpType, stats::Counter};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
@@ -30,6 +30,7 @@ use crate::rrxe::{
     mr,
     net::{self, RxPkt},
     qp::QpShared,
+    uc,
 };
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -68,23 +69,30 @@ pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
             _ => return Err(EINVAL),
         }
     }
-    if s.ty != crate::ib::qp::QpType::Ud {
-        // The connected transports come with their own engines.
+    let ty = s.ty;
+    if ty != QpType::Ud && ty != QpType::Uc {
+        // The reliable transport comes with its own engine.
         return Err(EOPNOTSUPP);
     }
     let d = q.device().data();
+    // One doorbell at a time works through a QP's send queue.
+    let _serial = s.send_lock.lock();
     let size = s.inner.lock().sq.geometry().elem_size();
     let mut slot = KVec::new();
     slot.resize(size, 0u8, GFP_KERNEL)?;
     loop {
-        let (qkey, signaled) = {
+        let (attrs, signaled) = {
             let mut g = s.inner.lock();
             if g.attrs.state != QpState::Rts || !g.sq.pop(&mut slot) {
                 break;
             }
-            (g.attrs.qkey, s.sig_all)
+            (g.attrs, s.sig_all)
         };
-        let (wc, sig) = send_one(q, d, s, &slot, qkey);
+        let (wc, sig) = if ty == QpType::Ud {
+            send_one(q, d, s, &slot, attrs.qkey)
+        } else {
+            uc::send_one(q, s, &slot, &attrs)
+        };
         if sig || signaled || wc.status != status::SUCCESS {
             let _ = cq::post(&s.send_cq, &wc, false);
         }
@@ -321,26 +329,17 @@ fn grh(dg: &Datagram<'_>) -> [u8; GRH] {
 /// Q_Key, or has no receive WQE posted.
 fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     let Some(qp) = d.qp_pool().get(dg.dqpn) else { return };
-    if qp.ty != crate::ib::qp::QpType::Ud {
-        return;
-    }
-    let Some(size) = qp.inner.lock().rq.as_ref().map(|r| r.geometry().elem_size()) else {
-        return;
-    };
-    let mut slot = KVec::new();
-    if slot.resize(size, 0u8, GFP_KERNEL).is_err() {
+    if qp.ty != QpType::Ud {
         return;
     }
     {
-        let mut g = qp.inner.lock();
+        let g = qp.inner.lock();
         if !matches!(g.attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) || g.attrs.qkey != dg.qkey {
             return;
         }
-        let Some(rq) = g.rq.as_mut() else { return };
-        if !rq.pop(&mut slot) {
-            return;
-        }
     }
+    let mut slot = KVec::new();
+    let Some(max_sge) = qp.pop_recv(&mut slot) else { return };
     let mut wc = Wc {
         wr_id: wqe::wr_id(&slot).unwrap_or(0),
         qp_num: qp.qpn,
@@ -351,7 +350,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         ..Default::default()
     };
     let total = GRH + dg.payload.len();
-    wc.status = match wqe::parse_recv(&slot, qp.cap.max_recv_sge) {
+    wc.status = match wqe::parse_recv(&slot, max_sge) {
         Err(_) => status::LOC_QP_OP_ERR,
         Ok(r) if r.length < total as u64 => status::LOC_LEN_ERR,
         Ok(r) => match scatter(d, &qp, &slot, r.num_sge, &grh(dg), dg.payload) {

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# UD traffic on one device (local delivery), with the stock ibv_ud_pingpong
-# validating every buffer (-c): over the IPv4-mapped GID and over the IPv6
-# link-local one, with and without inline data; the port counters count
-# what moved.
+# UD and UC traffic on one device (local delivery), with the stock
+# ibv_ud_pingpong and ibv_uc_pingpong validating every buffer (-c): over
+# the IPv4-mapped GID and over the IPv6 link-local one, with and without
+# inline data, UC messages over several MTUs; the port counters count what
+# moved.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 7
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -41,6 +42,18 @@ counted() {
 check "sent_pkts and rcvd_pkts count the 200 datagrams" counted
 check "ibv_ud_pingpong -c over IPv6 link-local, 512-byte messages" pingpong 0 512 50
 check "ibv_ud_pingpong -c with 1-byte messages" pingpong 1 1 20
+uc_pingpong() {
+	local g=$1; shift
+	ibv_uc_pingpong -d rrxeu0 -g "$g" -c "$@" >/tmp/rrxe_uc_srv.$$ 2>&1 &
+	local srv=$!
+	sleep 1
+	timeout 60 ibv_uc_pingpong -d rrxeu0 -g "$g" -c "$@" 127.0.0.1 || {
+		kill $srv 2>/dev/null; cat /tmp/rrxe_uc_srv.$$; return 1; }
+	wait $srv || { cat /tmp/rrxe_uc_srv.$$; return 1; }
+	rm -f /tmp/rrxe_uc_srv.$$
+}
+check "ibv_uc_pingpong -c on one device: 10000-byte messages over a 1 KiB MTU" uc_pingpong 1 -s 10000 -m 1024 -n 100
+check "ibv_uc_pingpong -c on one device over IPv6: 1-byte messages" uc_pingpong 0 -s 1 -n 50
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxeu0 && ! test -e /sys/class/infiniband/rrxeu0"
 

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # RoCEv2 on the wire: two rrxe devices in two network namespaces joined by
 # a veth pair. Each namespace gets its own UDP 4791 sockets; stock
-# ibv_ud_pingpong validates every buffer (-c) across them over IPv4 and
-# IPv6; counters on both sides count the packets; the sockets close with
+# ibv_ud_pingpong and ibv_uc_pingpong validate every buffer (-c) across
+# them over IPv4 and IPv6; counters on both sides count the packets; the sockets close with
 # the last device of their namespace.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 9
 
 A=rrxtwa B=rrxtwb
 cleanup_net
@@ -39,8 +39,14 @@ counted() {
 	[ $((s - sa)) -ge 200 ] && [ $((r - rb)) -ge 200 ] || { echo "A sent $((s - sa)), B received $((r - rb))"; return 1; }
 }
 check "the senders' sent_pkts and the receivers' rcvd_pkts count the datagrams" counted
+# The pingpongs exchange QP numbers over TCP/IPv4; the GID picks the
+# address family of the RDMA traffic.
 check "ibv_ud_pingpong -c between namespaces over IPv6 (512 bytes)" \
-	pingpong_ns ibv_ud_pingpong $B rrxewb $A rrxewa fd78::2 fd78: -s 512 -n 100
+	pingpong_ns ibv_ud_pingpong $B rrxewb $A rrxewa 10.78.0.2 fd78: -s 512 -n 100
+check "ibv_uc_pingpong -c between namespaces over IPv4 (8 KiB messages, 1 KiB MTU)" \
+	pingpong_ns ibv_uc_pingpong $B rrxewb $A rrxewa 10.78.0.2 ffff:10.78.0 -s 8192 -m 1024 -n 100
+check "ibv_uc_pingpong -c between namespaces over IPv6 (3000-byte messages, 256-byte MTU)" \
+	pingpong_ns ibv_uc_pingpong $A rrxewa $B rrxewb 10.78.0.1 fd78: -s 3000 -m 256 -n 50
 check "ibv_ud_pingpong -c with inline 1-byte messages, the other direction" \
 	pingpong_ns ibv_ud_pingpong $A rrxewa $B rrxewb 10.78.0.1 ffff:10.78.0 -s 1 -n 50
 check "a second device in a namespace shares its sockets; they close with the last one" \
