@@ -383,6 +383,59 @@ pub fn parse_recv(slot: &[u8], max_sge: u32) -> Result<RecvWqe, WqeError> {
     Ok(RecvWqe { wr_id, num_sge: n, length: sum_sges(slot, RECV_HDR, n)? })
 }
 
+/// The address vector an older provider embeds in a UD WQE (`struct
+/// rxe_av`, used when `ah_num` is 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LegacyAv {
+    /// Source address as a GID (IPv4-mapped for IPv4).
+    pub sgid: [u8; 16],
+    /// Destination address as a GID.
+    pub dgid: [u8; 16],
+    /// IPv6 flow label.
+    pub flow_label: u32,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+}
+
+/// Offset of `wr.ud.av` in a send WQE.
+const UD_AV: usize = WR + 32;
+
+/// Reads a `sockaddr_in` or `sockaddr_in6` as a GID.
+fn sockaddr_gid(b: &[u8], off: usize, v6: bool) -> Option<[u8; 16]> {
+    let family = u16::from_ne_bytes([*b.get(off)?, *b.get(off + 1)?]);
+    let mut g = [0u8; 16];
+    match (family, v6) {
+        (2, false) => {
+            g[10] = 0xff;
+            g[11] = 0xff;
+            g[12..].copy_from_slice(b.get(off + 4..off + 8)?);
+        }
+        (10, true) => g.copy_from_slice(b.get(off + 8..off + 24)?),
+        _ => return None,
+    }
+    Some(g)
+}
+
+/// The embedded address vector of a UD WQE: its network type must be
+/// IPv4 (1) or IPv6 (2) and both socket addresses of that family.
+pub fn legacy_av(slot: &[u8]) -> Option<LegacyAv> {
+    let av = slot.get(UD_AV..UD_AV + 88)?;
+    let v6 = match av[1] {
+        1 => false,
+        2 => true,
+        _ => return None,
+    };
+    Some(LegacyAv {
+        sgid: sockaddr_gid(av, 32, v6)?,
+        dgid: sockaddr_gid(av, 60, v6)?,
+        flow_label: u32::from_ne_bytes([av[24], av[25], av[26], av[27]]) & 0xf_ffff,
+        hop_limit: av[29],
+        traffic_class: av[30],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,5 +529,33 @@ mod tests {
         put32(&mut b, RECV_DMA + DMA_NUM_SGE, 6);
         assert_eq!(parse_recv(&b, 8), Err(WqeError::TooManySge));
         assert_eq!(wr_id(&b), Some(77));
+    }
+
+    #[test]
+    fn legacy_av_parses_both_families() {
+        let mut u = [0u8; 512];
+        assert_eq!(legacy_av(&u), None, "network type 0");
+        u[UD_AV + 1] = 1;
+        assert_eq!(legacy_av(&u), None, "no socket addresses");
+        u[UD_AV + 32..UD_AV + 34].copy_from_slice(&2u16.to_ne_bytes());
+        u[UD_AV + 36..UD_AV + 40].copy_from_slice(&[10, 0, 0, 1]);
+        u[UD_AV + 60..UD_AV + 62].copy_from_slice(&2u16.to_ne_bytes());
+        u[UD_AV + 64..UD_AV + 68].copy_from_slice(&[10, 0, 0, 2]);
+        u[UD_AV + 29] = 64;
+        let a = legacy_av(&u).unwrap();
+        assert_eq!(&a.sgid[10..], &[0xff, 0xff, 10, 0, 0, 1]);
+        assert_eq!(&a.dgid[12..], &[10, 0, 0, 2]);
+        assert_eq!(a.hop_limit, 64);
+        // IPv6 type with IPv4 addresses.
+        u[UD_AV + 1] = 2;
+        assert_eq!(legacy_av(&u), None);
+        u[UD_AV + 32..UD_AV + 34].copy_from_slice(&10u16.to_ne_bytes());
+        u[UD_AV + 60..UD_AV + 62].copy_from_slice(&10u16.to_ne_bytes());
+        u[UD_AV + 40] = 0xfe;
+        u[UD_AV + 68] = 0xfd;
+        let b = legacy_av(&u).unwrap();
+        assert_eq!((b.sgid[0], b.dgid[0]), (0xfe, 0xfd));
+        // A truncated slot.
+        assert_eq!(legacy_av(&u[..UD_AV + 80]), None);
     }
 }

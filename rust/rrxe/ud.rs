@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The UD send path and local delivery.
+//! The user doorbell, and UD: sending, local delivery, receiving.
 //!
 //! The user doorbell (`post_send` without work requests) takes the send
-//! queue's WQEs one by one: each is copied out of the ring and validated
-//! (`logic::wqe`), its address handle and memory keys are checked against
-//! the QP's PD, and its payload is gathered. A datagram whose destination
-//! GID belongs to this device (or a multicast group with members here) is
-//! delivered to the destination QPs directly: Q_Key check, a receive WQE
-//! taken from the destination's ring, the 40-byte GRH and the payload
-//! scattered into it, and a receive completion. Datagrams for other hosts
-//! need the network layer, which is not there yet: they are dropped, as UD
-//! allows, and counted in neither `sent_pkts` nor `sent_bytes`.
+//! queue's WQEs one by one, under the QP's send lock: each is copied out of
+//! the ring and validated (`logic::wqe`); UC WQEs go to `uc`. A UD WQE's
+//! address (its AH, checked against the QP's PD, or the address vector
+//! embedded by older providers) and memory keys are checked, and its
+//! payload is gathered. A datagram whose destination GID belongs to this
+//! device is delivered to the destination QP directly; one to a multicast
+//! group goes to the members here and on the wire; any other goes on the
+//! wire as a RoCEv2 SEND_ONLY (`net`). Delivery: Q_Key check, a receive WQE
+//! taken from the QP's ring or its SRQ, the 40-byte GRH and the payload
+//! scattered into it, and a receive completion. Anything that cannot be
+//! delivered is dropped, as UD allows.
 
 use crate::ib::{device::Device, object::Qp, qp::QpType, stats::Counter};
 use crate::logic::{
@@ -22,7 +24,7 @@ use crate::logic::{
     mcast,
     mtu::IbMtu,
     qp::QpState,
-    wqe::{self, Opcode, Payload, Transport, WrDetail},
+    wqe::{self, LegacyAv, Opcode, Payload, Transport, WrDetail},
 };
 use crate::rrxe::{
     cq,
@@ -128,11 +130,31 @@ fn send_one(q: &Qp<Rrxe>, d: &RrxeDev, s: &QpShared, slot: &[u8], own_qkey: u32)
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     };
-    // Address vectors embedded in the WQE (ah_num 0, older providers) are
-    // not supported yet.
-    let Some(ah) = d.ah_pool().get(ah_num).filter(|a| a.pd == s.pd) else {
-        wc.status = status::LOC_QP_OP_ERR;
-        return (wc, true);
+    // The address: an AH of the QP's PD, or (ah_num 0, older providers)
+    // the address vector embedded in the WQE, whose source must be one of
+    // this device's GIDs.
+    let av = if ah_num == 0 {
+        match wqe::legacy_av(slot) {
+            Some(l) if q.device().has_gid(1, &l.sgid) => LegacyAv { ..l },
+            _ => {
+                wc.status = status::LOC_QP_OP_ERR;
+                return (wc, true);
+            }
+        }
+    } else {
+        match d.ah_pool().get(ah_num).filter(|a| a.pd == s.pd) {
+            Some(ah) => LegacyAv {
+                sgid: ah.sgid,
+                dgid: ah.av.dgid,
+                flow_label: ah.av.flow_label,
+                hop_limit: ah.av.hop_limit,
+                traffic_class: ah.av.traffic_class,
+            },
+            None => {
+                wc.status = status::LOC_QP_OP_ERR;
+                return (wc, true);
+            }
+        }
     };
     let mtu = IbMtu::from_raw(d.active_mtu()).map_or(256, |m| m.bytes()) as u64;
     let len = match w.payload {
@@ -160,12 +182,12 @@ fn send_one(q: &Qp<Rrxe>, d: &RrxeDev, s: &QpShared, slot: &[u8], own_qkey: u32)
         qkey: if remote_qkey & 0x8000_0000 != 0 { own_qkey } else { remote_qkey },
         imm: (w.opcode == Opcode::SendImm).then_some(w.ex),
         solicited: w.send_flags & wqe::SEND_SOLICITED != 0,
-        sgid: ah.sgid,
-        dgid: ah.av.dgid,
-        hop_limit: ah.av.hop_limit,
-        traffic_class: ah.av.traffic_class,
-        flow_label: ah.av.flow_label,
-        sl: ah.av.sl,
+        sgid: av.sgid,
+        dgid: av.dgid,
+        hop_limit: av.hop_limit,
+        traffic_class: av.traffic_class,
+        flow_label: av.flow_label,
+        sl: 0,
         payload: &buf,
     };
     let dev = q.device();
