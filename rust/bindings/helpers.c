@@ -20,6 +20,7 @@
 #include <linux/vmalloc.h>
 #include <linux/random.h>
 #include <linux/mm.h>
+#include <linux/uaccess.h>
 
 #include "helpers.h"
 
@@ -202,6 +203,12 @@ static void (*rrxe_rx_handler)(struct ib_device *ibdev, struct sk_buff *skb);
 static void rrxe_rx_work_fn(struct work_struct *work);
 static DECLARE_WORK(rrxe_rx_work, rrxe_rx_work_fn);
 static atomic64_t rrxe_rx_dropped = ATOMIC64_INIT(0);
+/* Runs the receive work and the QPs' send tasks; drained at module exit. */
+static struct workqueue_struct *rrxe_wq;
+
+struct workqueue_struct *rrxe_workqueue(void) { return rrxe_wq; }
+
+void rrxe_flush_workqueue(void) { flush_workqueue(rrxe_wq); }
 
 static struct rrxe_skb_cb *rrxe_cb(struct sk_buff *skb)
 {
@@ -222,7 +229,7 @@ static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	}
 	rrxe_cb(skb)->ibdev = ibdev;
 	skb_queue_tail(&rrxe_rxq, skb);
-	queue_work(system_unbound_wq, &rrxe_rx_work);
+	queue_work(rrxe_wq, &rrxe_rx_work);
 	return 0;
 }
 
@@ -357,9 +364,17 @@ static struct pernet_operations rrxe_net_ops = {
 
 int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb))
 {
+	int err;
+
 	skb_queue_head_init(&rrxe_rxq);
 	rrxe_rx_handler = handler;
-	return register_pernet_subsys(&rrxe_net_ops);
+	rrxe_wq = alloc_workqueue("rrxe", WQ_UNBOUND, 0);
+	if (!rrxe_wq)
+		return -ENOMEM;
+	err = register_pernet_subsys(&rrxe_net_ops);
+	if (err)
+		destroy_workqueue(rrxe_wq);
+	return err;
 }
 
 void rrxe_net_fini(void)
@@ -373,6 +388,7 @@ void rrxe_net_fini(void)
 		ib_device_put(rrxe_cb(skb)->ibdev);
 		kfree_skb(skb);
 	}
+	destroy_workqueue(rrxe_wq);
 }
 
 /*
@@ -472,3 +488,10 @@ const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len)
 	*len = skb_tail_pointer(skb) - skb_network_header(skb);
 	return skb_network_header(skb);
 }
+
+/* Copies for DMA MRs: with virtual DMA, "DMA addresses" are kernel virtual ones. */
+long rrxe_copy_from_kernel(void *dst, u64 src, size_t len)
+{ return copy_from_kernel_nofault(dst, (const void *)(uintptr_t)src, len); }
+
+void rrxe_copy_to_kernel(u64 dst, const void *src, size_t len)
+{ memcpy((void *)(uintptr_t)dst, src, len); }

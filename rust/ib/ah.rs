@@ -48,7 +48,7 @@ impl AhInit {
             roce_v2: g.gid_type == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
         });
         Self {
-            av: qp::av_from_raw(attr),
+            av: qp::av_from_raw(attr, true),
             grh: u32::from(attr.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0,
             roce: attr.type_ == bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
             sleepable: user || flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0,

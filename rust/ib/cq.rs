@@ -97,6 +97,9 @@ impl<'a> WcOut<'a> {
         w.sl = c.sl;
         w.dlid_path_bits = c.dlid_path_bits;
         w.port_num = c.port_num.into();
+        w.network_hdr_type = c.network_hdr_type;
+        // The handle the driver was given for the QP at its creation.
+        w.qp = c.qp_cookie as *mut bindings::ib_qp;
         self.n += 1;
         true
     }

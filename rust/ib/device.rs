@@ -22,6 +22,7 @@ use super::{
     cq::{CqAttr, CqRef, NotifyFlags, WcOut},
     qp::{self, QpInit},
     srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
+    wr::{RecvWr, SendWr},
     stats,
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
@@ -253,6 +254,22 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// header, maybe followed by link padding), in process context. Set
     /// up by [`super::net::init`]; packets are dropped by default.
     fn rx_packet(_dev: &Device<Self>, _pkt: &[u8]) {}
+
+    /// A kernel send work request (one of a posted list), on a kernel QP.
+    /// May be called in atomic context: must not sleep.
+    fn post_send_kernel(_qp: &Qp<Self>, _wr: &SendWr<'_, Self>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// A kernel receive work request, on a kernel QP. Must not sleep.
+    fn post_recv(_qp: &Qp<Self>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// A kernel receive work request, on a kernel SRQ. Must not sleep.
+    fn post_srq_recv(_srq: &Srq<Self>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
 
     /// The user doorbell (`post_send` with no work requests): process the
     /// send queue up to the producer index.
@@ -735,6 +752,12 @@ impl<T: Driver> Adapter<T> {
         if T::HAS_POST_SEND_USER {
             o.post_send = Some(Self::post_send);
         }
+        if T::HAS_POST_RECV {
+            o.post_recv = Some(Self::post_recv);
+        }
+        if T::HAS_POST_SRQ_RECV {
+            o.post_srq_recv = Some(Self::post_srq_recv);
+        }
         if T::HAS_HW_COUNTERS {
             o.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             o.get_hw_stats = Some(Self::get_hw_stats);
@@ -1191,7 +1214,8 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: The core passes a zeroed QP of `size_ib_qp` bytes with
             // `device`, `pd` and `qp_type` set, the request, and the
             // command's udata (null for kernel QPs), valid for the call.
-            let (pd, req, udata) = unsafe { (Pd::<T>::from_raw((*qp).pd), QpInit::from_raw(init), Udata::from_raw(udata)) };
+            let (pd, mut req, udata) = unsafe { (Pd::<T>::from_raw((*qp).pd), QpInit::from_raw(init), Udata::from_raw(udata)) };
+            req.handle = qp as usize;
             let (data, qpn, cap) = T::create_qp(pd, &req, udata)?;
             // SAFETY: As above; the data part is uninitialised and ours, and
             // the request's capacities are reported back to the caller.
@@ -1214,7 +1238,7 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: A live QP of this device, the attributes and the udata
             // of the call.
             let (q, a, udata) = unsafe { (Qp::<T>::from_raw(qp), &*attr, Udata::from_raw(udata)) };
-            let (attrs, cur, _cap) = qp::attrs_from_raw(a).ok_or(EINVAL)?;
+            let (attrs, cur, _cap) = qp::attrs_from_raw(a, mask as u32).ok_or(EINVAL)?;
             T::modify_qp(q, &attrs, cur, mask as u32, udata)?;
             Ok(0)
         })
@@ -1259,18 +1283,82 @@ impl<T: Driver> Adapter<T> {
         bad: *mut *const bindings::ib_send_wr,
     ) -> c_int {
         if !wr.is_null() {
-            // Kernel work requests: no kernel QPs exist yet.
-            if !bad.is_null() {
-                // SAFETY: The caller's output pointer.
-                unsafe { *bad = wr };
+            // SAFETY: A live QP of this device.
+            let (q, ud) = unsafe {
+                let t = (*qp).qp_type;
+                (Qp::<T>::from_raw(qp), t == bindings::ib_qp_type_IB_QPT_UD || t == bindings::ib_qp_type_IB_QPT_GSI)
+            };
+            let mut cur = wr;
+            while !cur.is_null() {
+                // SAFETY: The poster's list: each entry valid for the call,
+                // embedded in the type its QP type and opcode imply; AHs
+                // of UD requests belong to this device.
+                let w = unsafe { SendWr::<T>::from_raw(cur, ud) };
+                if let Err(e) = T::post_send_kernel(q, &w) {
+                    if !bad.is_null() {
+                        // SAFETY: The caller's output pointer.
+                        unsafe { *bad = cur };
+                    }
+                    return e.to_errno();
+                }
+                // SAFETY: As above.
+                cur = unsafe { (*cur).next };
             }
-            return EOPNOTSUPP.to_errno();
+            return 0;
         }
         from_result(|| {
             // SAFETY: A live QP of this device.
             T::post_send_user(unsafe { Qp::<T>::from_raw(qp) })?;
             Ok(0)
         })
+    }
+
+    unsafe extern "C" fn post_recv(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: A live QP of this device.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: The poster's list, each entry valid for the call.
+            let w = unsafe { RecvWr::from_raw(cur) };
+            if let Err(e) = T::post_recv(q, &w) {
+                if !bad.is_null() {
+                    // SAFETY: The caller's output pointer.
+                    unsafe { *bad = cur };
+                }
+                return e.to_errno();
+            }
+            // SAFETY: As above.
+            cur = unsafe { (*cur).next };
+        }
+        0
+    }
+
+    unsafe extern "C" fn post_srq_recv(
+        srq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: A live SRQ of this device.
+        let s = unsafe { Srq::<T>::from_raw(srq) };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: The poster's list, each entry valid for the call.
+            let w = unsafe { RecvWr::from_raw(cur) };
+            if let Err(e) = T::post_srq_recv(s, &w) {
+                if !bad.is_null() {
+                    // SAFETY: The caller's output pointer.
+                    unsafe { *bad = cur };
+                }
+                return e.to_errno();
+            }
+            // SAFETY: As above.
+            cur = unsafe { (*cur).next };
+        }
+        0
     }
 
     unsafe extern "C" fn destroy_qp(qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {

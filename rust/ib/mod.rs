@@ -25,6 +25,7 @@ pub mod qp;
 pub mod srq;
 pub mod stats;
 pub mod udata;
+pub mod wr;
 pub mod umem;
 
 /// Initialises the layer's global state.

@@ -127,3 +127,33 @@ pub enum FastRegType {
     /// `IB_MR_TYPE_SG_GAPS`: arbitrary scatterlists.
     SgGaps,
 }
+
+/// Reads `out.len()` bytes at a kernel consumer's DMA address. rrxe has no
+/// DMA device (virtual DMA): `ib_dma_map_*` hands consumers CPU addresses,
+/// which is what DMA MRs (`get_dma_mr`, kernel PDs only) are used with.
+/// A bad address gives `EFAULT`, never a fault.
+pub fn read_dma_addr(addr: u64, out: &mut [u8]) -> Result {
+    // SAFETY: `out` is writable for its length; the source is probed
+    // without faulting.
+    let r = unsafe { bindings::rrxe_copy_from_kernel(out.as_mut_ptr().cast(), addr, out.len()) };
+    if r != 0 {
+        return Err(EFAULT);
+    }
+    Ok(())
+}
+
+/// Writes `src` at a kernel consumer's DMA address (see [`read_dma_addr`]).
+///
+/// # Safety
+///
+/// `addr..addr + src.len()` must be memory the kernel consumer mapped for
+/// the device (`ib_dma_map_*`) and may be written: the kernel has no
+/// exported non-faulting store to check it with.
+pub unsafe fn write_dma_addr(addr: u64, src: &[u8]) -> Result {
+    if addr.checked_add(src.len() as u64).is_none() {
+        return Err(EFAULT);
+    }
+    // SAFETY: The caller's promise; `src` is readable for its length.
+    unsafe { bindings::rrxe_copy_to_kernel(addr, src.as_ptr().cast(), src.len()) };
+    Ok(())
+}

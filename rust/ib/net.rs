@@ -30,6 +30,20 @@ pub fn fini() {
     unsafe { bindings::rrxe_net_fini() };
 }
 
+/// The module's workqueue (unbound), for the driver's deferred work. Valid
+/// from [`init`] to [`fini`], which drains it.
+pub fn queue() -> &'static kernel::workqueue::Queue {
+    // SAFETY: Allocated by `init` (module init fails otherwise) and
+    // destroyed by `fini` at module exit, after every user is gone.
+    unsafe { kernel::workqueue::Queue::from_raw(bindings::rrxe_workqueue()) }
+}
+
+/// Waits for everything queued on [`queue`] so far to finish.
+pub fn flush_queue() {
+    // SAFETY: As in `queue`; flushing may sleep, as callers may.
+    unsafe { bindings::rrxe_flush_workqueue() };
+}
+
 /// Packets dropped on arrival (no RXE device on the netdev, queue full).
 pub fn rx_dropped() -> u64 {
     // SAFETY: Reads an atomic counter.

@@ -61,6 +61,9 @@ pub struct QpInit {
     send_cq: *mut bindings::ib_cq,
     recv_cq: *mut bindings::ib_cq,
     srq: *mut bindings::ib_srq,
+    /// The address of the QP's C object: an opaque handle that kernel
+    /// completions carry back (`Wc::qp_cookie`).
+    pub handle: usize,
 }
 
 impl QpInit {
@@ -81,6 +84,7 @@ impl QpInit {
             send_cq: a.send_cq,
             recv_cq: a.recv_cq,
             srq: a.srq,
+            handle: 0,
         }
     }
 
@@ -123,13 +127,21 @@ pub(crate) fn cap_to_raw(c: &QpCap, out: &mut bindings::ib_qp_cap) {
     out.max_inline_data = c.max_inline_data;
 }
 
-pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr) -> Av {
+/// Reads an AV; its source GID only if `with_sgid` (the caller knows the
+/// core filled `grh.sgid_attr`: other fields may be uninitialised when the
+/// mask does not name the AV).
+pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr, with_sgid: bool) -> Av {
     // SAFETY: `raw` covers the whole GID union; `roce` is the member the
     // core fills for RoCE address handles (and zero otherwise).
     let (dgid, dmac) = unsafe { (*a.grh.dgid.raw.as_ref(), a.__bindgen_anon_1.roce.as_ref().dmac) };
     // SAFETY: The core resolves and references the source GID attribute
     // for the call (or leaves it null); `raw` covers the GID union.
-    let sgid = unsafe { a.grh.sgid_attr.as_ref() }.map_or([0; 16], |g| unsafe { *g.gid.raw.as_ref() });
+    let sgid = if with_sgid {
+        // SAFETY: As above.
+        unsafe { a.grh.sgid_attr.as_ref() }.map_or([0; 16], |g| unsafe { *g.gid.raw.as_ref() })
+    } else {
+        [0; 16]
+    };
     Av {
         sgid,
         dgid,
@@ -165,7 +177,7 @@ pub(crate) fn av_to_raw(v: &Av, out: &mut bindings::rdma_ah_attr) {
 
 /// Reads the attributes of a `modify_qp` call. Invalid state values map
 /// to `None`.
-pub(crate) fn attrs_from_raw(a: &bindings::ib_qp_attr) -> Option<(QpAttrs, Option<QpState>, QpCap)> {
+pub(crate) fn attrs_from_raw(a: &bindings::ib_qp_attr, mask: u32) -> Option<(QpAttrs, Option<QpState>, QpCap)> {
     Some((
         QpAttrs {
             state: QpState::from_raw(a.qp_state).unwrap_or_default(),
@@ -176,8 +188,8 @@ pub(crate) fn attrs_from_raw(a: &bindings::ib_qp_attr) -> Option<(QpAttrs, Optio
             sq_psn: a.sq_psn,
             dest_qp_num: a.dest_qp_num,
             qp_access_flags: a.qp_access_flags as u32,
-            av: av_from_raw(&a.ah_attr),
-            alt_av: av_from_raw(&a.alt_ah_attr),
+            av: av_from_raw(&a.ah_attr, mask & bindings::ib_qp_attr_mask_IB_QP_AV != 0),
+            alt_av: av_from_raw(&a.alt_ah_attr, false),
             pkey_index: a.pkey_index,
             alt_pkey_index: a.alt_pkey_index,
             en_sqd_async_notify: a.en_sqd_async_notify,

@@ -42,6 +42,18 @@ pub mod flags {
     pub const WITH_IMM: u32 = 1 << 1;
     /// `ex` holds an invalidated rkey.
     pub const WITH_INVALIDATE: u32 = 1 << 2;
+    /// `network_hdr_type` is set (kernel completions only).
+    pub const WITH_NETWORK_HDR_TYPE: u32 = 1 << 6;
+    /// The flags `struct ib_uverbs_wc` carries.
+    pub const UVERBS: u32 = GRH | WITH_IMM | WITH_INVALIDATE;
+}
+
+/// `enum rdma_network_type` of a received datagram's headers.
+pub mod net_type {
+    /// IPv4.
+    pub const IPV4: u8 = 2;
+    /// IPv6.
+    pub const IPV6: u8 = 3;
 }
 
 /// Size of `struct ib_uverbs_wc`.
@@ -78,6 +90,11 @@ pub struct Wc {
     pub dlid_path_bits: u8,
     /// Port.
     pub port_num: u8,
+    /// `enum rdma_network_type` (kernel completions, with the flag).
+    pub network_hdr_type: u8,
+    /// The driver's handle for the local QP, which kernel completions
+    /// carry (an opaque value here).
+    pub qp_cookie: usize,
 }
 
 impl Wc {
@@ -96,7 +113,7 @@ impl Wc {
             self.ex,
             self.qp_num,
             self.src_qp,
-            self.wc_flags,
+            self.wc_flags & flags::UVERBS,
         ];
         for (i, w) in words.iter().enumerate() {
             b[8 + 4 * i..12 + 4 * i].copy_from_slice(&w.to_ne_bytes());
@@ -131,6 +148,7 @@ mod tests {
             sl: 3,
             dlid_path_bits: 0,
             port_num: 1,
+            ..Default::default()
         };
         let b = wc.to_uverbs();
         let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
@@ -142,6 +160,8 @@ mod tests {
         assert_eq!(u32_at(28), 17);
         assert_eq!(u32_at(32), 0x00ab_cdef);
         assert_eq!(u32_at(36), 3);
+        let k = Wc { wc_flags: flags::GRH | flags::WITH_NETWORK_HDR_TYPE, ..wc }.to_uverbs();
+        assert_eq!(u32::from_ne_bytes(k[36..40].try_into().unwrap()), flags::GRH, "kernel-only flags stay out");
         assert_eq!((b[44], b[45], b[46], b[47]), (3, 0, 1, 0));
     }
 }

@@ -402,6 +402,36 @@ pub struct LegacyAv {
 /// Offset of `wr.ud.av` in a send WQE.
 const UD_AV: usize = WR + 32;
 
+/// Writes a GID as a `sockaddr_in` (IPv4-mapped) or `sockaddr_in6`.
+fn put_sockaddr(b: &mut [u8], off: usize, gid: &[u8; 16], v6: bool) {
+    if v6 {
+        b[off..off + 2].copy_from_slice(&10u16.to_ne_bytes());
+        b[off + 8..off + 24].copy_from_slice(gid);
+    } else {
+        b[off..off + 2].copy_from_slice(&2u16.to_ne_bytes());
+        b[off + 4..off + 8].copy_from_slice(&gid[12..]);
+    }
+}
+
+/// Embeds an address vector in a UD send WQE (as older providers did), for
+/// kernel work requests, whose AHs have no number: the inverse of
+/// [`legacy_av`]. IPv4 when both GIDs are IPv4-mapped.
+pub fn encode_legacy_av(slot: &mut [u8], av: &LegacyAv) -> Option<()> {
+    let b = slot.get_mut(UD_AV..UD_AV + 88)?;
+    let v4 = |g: &[u8; 16]| g[..10] == [0; 10] && g[10..12] == [0xff, 0xff];
+    let v6 = !(v4(&av.sgid) && v4(&av.dgid));
+    b.fill(0);
+    b[0] = 1;
+    b[1] = if v6 { 2 } else { 1 };
+    b[8..24].copy_from_slice(&av.dgid);
+    b[24..28].copy_from_slice(&av.flow_label.to_ne_bytes());
+    b[29] = av.hop_limit;
+    b[30] = av.traffic_class;
+    put_sockaddr(b, 32, &av.sgid, v6);
+    put_sockaddr(b, 60, &av.dgid, v6);
+    Some(())
+}
+
 /// Reads a `sockaddr_in` or `sockaddr_in6` as a GID.
 fn sockaddr_gid(b: &[u8], off: usize, v6: bool) -> Option<[u8; 16]> {
     let family = u16::from_ne_bytes([*b.get(off)?, *b.get(off + 1)?]);
@@ -434,6 +464,82 @@ pub fn legacy_av(slot: &[u8]) -> Option<LegacyAv> {
         hop_limit: av[29],
         traffic_class: av[30],
     })
+}
+
+/// What a kernel work request puts in a send WQE.
+#[derive(Clone, Copy, Debug)]
+pub struct SendFields {
+    /// Work request id.
+    pub wr_id: u64,
+    /// `enum ib_wr_opcode` (the same values as the user ABI's).
+    pub opcode: u32,
+    /// `IB_SEND_*` flags.
+    pub send_flags: u32,
+    /// Immediate data or invalidate key.
+    pub ex: u32,
+    /// Operation-specific fields.
+    pub detail: WrDetail,
+}
+
+/// Writes a send WQE in the rxe layout into `slot` (zeroing it first), for
+/// the kernel's own rings: the inverse of [`parse_send`] for sends and
+/// RDMA writes, reads and UD sends. `None` if the SGEs do not fit.
+pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = Sge>) -> Option<()> {
+    if slot.len() < SEND_HDR {
+        return None;
+    }
+    slot.fill(0);
+    let put32 = |b: &mut [u8], o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_ne_bytes());
+    slot[WR_ID..WR_ID + 8].copy_from_slice(&f.wr_id.to_ne_bytes());
+    put32(slot, OPCODE, f.opcode);
+    put32(slot, SEND_FLAGS, f.send_flags);
+    put32(slot, EX, f.ex);
+    match f.detail {
+        WrDetail::Ud { remote_qpn, remote_qkey, pkey_index, ah_num } => {
+            put32(slot, WR, remote_qpn);
+            put32(slot, WR + 4, remote_qkey);
+            put32(slot, WR + 8, u32::from(pkey_index));
+            put32(slot, WR + 12, ah_num);
+        }
+        WrDetail::Rdma { remote_addr, rkey } => {
+            slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());
+            put32(slot, WR + 8, rkey);
+        }
+        _ => {}
+    }
+    let (n, len) = put_sges(slot, SEND_HDR, sges)?;
+    slot[SEND_DMA + DMA_LENGTH..SEND_DMA + DMA_LENGTH + 4].copy_from_slice(&len.to_ne_bytes());
+    put32(slot, SEND_DMA + DMA_NUM_SGE, n);
+    Some(())
+}
+
+/// Writes a receive WQE in the rxe layout into `slot`: the inverse of
+/// [`parse_recv`]. `None` if the SGEs do not fit.
+pub fn encode_recv(slot: &mut [u8], wr_id: u64, sges: impl Iterator<Item = Sge>) -> Option<()> {
+    if slot.len() < RECV_HDR {
+        return None;
+    }
+    slot.fill(0);
+    slot[WR_ID..WR_ID + 8].copy_from_slice(&wr_id.to_ne_bytes());
+    let (n, len) = put_sges(slot, RECV_HDR, sges)?;
+    slot[RECV_DMA + DMA_LENGTH..RECV_DMA + DMA_LENGTH + 4].copy_from_slice(&len.to_ne_bytes());
+    slot[RECV_DMA + DMA_NUM_SGE..RECV_DMA + DMA_NUM_SGE + 4].copy_from_slice(&n.to_ne_bytes());
+    Some(())
+}
+
+fn put_sges(slot: &mut [u8], base: usize, sges: impl Iterator<Item = Sge>) -> Option<(u32, u32)> {
+    let mut n = 0u32;
+    let mut len = 0u32;
+    for s in sges {
+        let o = base + n as usize * SGE;
+        let b = slot.get_mut(o..o + SGE)?;
+        b[0..8].copy_from_slice(&s.addr.to_ne_bytes());
+        b[8..12].copy_from_slice(&s.length.to_ne_bytes());
+        b[12..16].copy_from_slice(&s.lkey.to_ne_bytes());
+        len = len.wrapping_add(s.length);
+        n += 1;
+    }
+    Some((n, len))
 }
 
 #[cfg(test)]
@@ -557,5 +663,44 @@ mod tests {
         assert_eq!((b.sgid[0], b.dgid[0]), (0xfe, 0xfd));
         // A truncated slot.
         assert_eq!(legacy_av(&u[..UD_AV + 80]), None);
+        // What the kernel embeds reads back.
+        for av in [a, b] {
+            let mut s = [0u8; 512];
+            encode_legacy_av(&mut s, &av).unwrap();
+            assert_eq!(legacy_av(&s), Some(av));
+        }
+    }
+
+    #[test]
+    fn kernel_encoding_parses_back() {
+        let mut slot = [0xeeu8; 512];
+        let sges = [Sge { addr: 0x1000, length: 100, lkey: 0x301 }, Sge { addr: 0x9000, length: 28, lkey: 0x301 }];
+        let f = SendFields {
+            wr_id: 0xfeed,
+            opcode: 2,
+            send_flags: SEND_SIGNALED,
+            ex: 0,
+            detail: WrDetail::Ud { remote_qpn: 1, remote_qkey: 0x8001_0000, pkey_index: 0, ah_num: 9 },
+        };
+        encode_send(&mut slot, &f, sges.iter().copied()).unwrap();
+        let w = parse_send(&slot, Transport::Ud, 2, 0).unwrap();
+        assert_eq!((w.wr_id, w.opcode, w.send_flags), (0xfeed, Opcode::Send, SEND_SIGNALED));
+        assert!(matches!(w.detail, WrDetail::Ud { remote_qpn: 1, remote_qkey: 0x8001_0000, ah_num: 9, .. }));
+        assert!(matches!(w.payload, Payload::Sges { n: 2, length: 128 }));
+        assert_eq!(sge_at(&slot, SEND_HDR, 1).unwrap().addr, 0x9000);
+        // One SGE more than the QP allows is refused when parsed.
+        assert_eq!(parse_send(&slot, Transport::Ud, 1, 0).err(), Some(WqeError::TooManySge));
+        let f = SendFields { opcode: 1, ex: 0x1234, detail: WrDetail::Rdma { remote_addr: 0xabc, rkey: 7 }, ..f };
+        encode_send(&mut slot, &f, sges.iter().copied()).unwrap();
+        let w = parse_send(&slot, Transport::Uc, 2, 0).unwrap();
+        assert!(matches!(w.detail, WrDetail::Rdma { remote_addr: 0xabc, rkey: 7 }));
+        assert_eq!((w.opcode, w.ex), (Opcode::RdmaWriteImm, 0x1234));
+        // SGEs past the slot.
+        assert_eq!(encode_send(&mut slot[..SEND_HDR + 16], &f, sges.iter().copied()), None);
+        let mut r = [0u8; RECV_HDR + 2 * SGE];
+        encode_recv(&mut r, 77, sges.iter().copied()).unwrap();
+        let rw = parse_recv(&r, 2).unwrap();
+        assert_eq!((rw.wr_id, rw.num_sge, rw.length), (77, 2, 128));
+        assert_eq!(encode_recv(&mut r[..RECV_HDR + SGE], 1, sges.iter().copied()), None);
     }
 }

@@ -42,8 +42,11 @@ unsafe impl Sync for RrxeAh {}
 
 impl Drop for RrxeAh {
     fn drop(&mut self) {
-        // SAFETY: See the `Send` impl.
-        unsafe { (*self.dev).ah_pool().remove(self.shared.num) };
+        // Kernel AHs (number 0) are in no table.
+        if self.shared.num != 0 {
+            // SAFETY: See the `Send` impl.
+            unsafe { (*self.dev).ah_pool().remove(self.shared.num) };
+        }
     }
 }
 
@@ -60,11 +63,6 @@ unsafe impl AsBytes for CreateAhResp {}
 /// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
 /// 1, with a resolved RoCEv2 source GID.
 pub fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
-    if !init.sleepable {
-        // Kernel AHs created in atomic context come with kernel QPs, which
-        // rrxe does not have yet.
-        return Err(EOPNOTSUPP);
-    }
     if !init.roce || !init.grh || init.av.port_num != 1 || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN {
         return Err(EINVAL);
     }
@@ -74,9 +72,17 @@ pub fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<
     }
     let dev = pd.device().data();
     let pd_id = pd as *const _ as usize;
+    let Some(u) = udata else {
+        // A kernel AH: kernel work requests name it by pointer, so it needs
+        // no number and no table slot; it may be made in atomic context.
+        let flags = if init.sleepable { GFP_KERNEL } else { GFP_ATOMIC };
+        let shared = Arc::new(AhShared { num: 0, pd: pd_id, av: init.av, sgid: sgid.gid }, flags)?;
+        return Ok(RrxeAh { shared, dev });
+    };
     let (num, shared) =
         dev.ah_pool().insert(|num| Ok(Arc::new(AhShared { num, pd: pd_id, av: init.av, sgid: sgid.gid }, GFP_KERNEL)?))?;
     let ah = RrxeAh { shared, dev };
+    let udata = Some(u);
     if let Some(u) = udata {
         if u.outlen() >= core::mem::size_of::<CreateAhResp>() {
             // On failure `ah` is dropped and leaves the table.

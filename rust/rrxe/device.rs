@@ -18,6 +18,7 @@ use crate::ib::{
     net::NetTicket,
     netdev::{Event, Handler, NetDev},
     udata::Udata,
+    wr::{RecvWr, SendWr},
 };
 use crate::logic::{
     access::MwType,
@@ -37,9 +38,9 @@ use crate::rrxe::{
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::pr_err_ratelimited;
 use kernel::{
-    new_mutex,
+    new_mutex, new_spinlock,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, SpinLock},
 };
 
 /// Per-device state.
@@ -79,6 +80,9 @@ pub struct RrxeDev {
     mcast: Mutex<McastTable>,
     /// The device's share of its namespace's UDP sockets.
     _net: NetTicket,
+    /// QP1 (GSI), outside the numbered table.
+    #[pin]
+    gsi: SpinLock<Option<Arc<QpShared>>>,
 }
 
 impl RrxeDev {
@@ -123,6 +127,19 @@ impl RrxeDev {
     }
 
     /// The QP table.
+    pub fn gsi(&self) -> &SpinLock<Option<Arc<QpShared>>> {
+        &self.gsi
+    }
+
+    /// The QP numbered `qpn` (QP1 included), with a reference.
+    pub fn qp(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        if qpn == crate::rrxe::qp::GSI_QPN {
+            return self.gsi.lock().clone();
+        }
+        self.qps.get(qpn)
+    }
+
+    /// The numbered QPs.
     pub fn qp_pool(&self) -> &Pool<QpShared> {
         &self.qps
     }
@@ -355,6 +372,14 @@ impl Driver for Rrxe {
         crate::rrxe::net::rx(dev, pkt)
     }
 
+    fn post_send_kernel(q: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
+        qp::post_send_kernel(q, wr)
+    }
+
+    fn post_recv(q: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
+        qp::post_recv_kernel(q, wr)
+    }
+
     fn post_send_user(q: &Qp<Self>) -> Result {
         crate::rrxe::ud::post_send_user(q)
     }
@@ -448,6 +473,7 @@ impl LinkHandler for Rrxe {
             srqs <- Pool::new(l::MIN_SRQ_INDEX, l::MIN_SRQ_INDEX + l::MAX_SRQ - 1, l::MAX_SRQ),
             mcast <- new_mutex!(McastTable::default()),
             _net: ticket,
+            gsi <- new_spinlock!(None),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

@@ -381,10 +381,15 @@ impl RrxeMr {
                 unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
                 Ok(())
             }
-            // Kernel DMA and fast-registration MRs address kernel memory
-            // directly; their copies belong to the kernel-QP data path,
-            // which is not built yet.
-            MrMem::Dma | MrMem::Fast(_) => Err(EOPNOTSUPP),
+            // SAFETY: A DMA MR's addresses are its kernel consumer's
+            // (virtual) DMA addresses: DMA MRs exist only for kernel PDs
+            // (`get_dma_mr` has no user path) and their keys resolve only
+            // for that PD's QPs, or for peers the consumer gave its unsafe
+            // global rkey to, as the verbs define it.
+            MrMem::Dma => unsafe { crate::ib::mr::write_dma_addr(iova, src) },
+            // Fast-registration MRs become usable through REG_MR work
+            // requests, which the reliable transport brings.
+            MrMem::Fast(_) => Err(EOPNOTSUPP),
         }
     }
 
@@ -407,7 +412,8 @@ impl RrxeMr {
                 unsafe { core::ptr::copy_nonoverlapping(p.cast_const(), dst.as_mut_ptr(), len) };
                 Ok(())
             }
-            MrMem::Dma | MrMem::Fast(_) => Err(EOPNOTSUPP),
+            MrMem::Dma => crate::ib::mr::read_dma_addr(iova, dst),
+            MrMem::Fast(_) => Err(EOPNOTSUPP),
         }
     }
 }

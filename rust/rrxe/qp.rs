@@ -3,10 +3,11 @@
 //! Queue pairs: creation with the rxe send and receive rings, the state
 //! machine and attribute checks of `modify_qp`, `query_qp` and destroy.
 //!
-//! User QPs of type RC, UC and UD. Kernel QPs (and with them GSI QP1) wait
-//! for the kernel data path: until it exists, `create_qp` refuses them
-//! with `EOPNOTSUPP`, so that no kernel user can post to a QP nothing
-//! would process.
+//! User QPs of type RC, UC and UD have rings the process maps. Kernel QPs
+//! (RC, UC, UD and GSI, which is QP1 and carries ib_core's MADs) have the
+//! same rings in kernel memory: `ib_post_send`/`ib_post_recv` encode work
+//! requests into them without sleeping, and a send task on the module's
+//! workqueue processes the send queue as the user doorbell does.
 
 use crate::ib::{
     object::{Pd, Qp},
@@ -26,8 +27,19 @@ use crate::rrxe::{
     queue::{MmapInfo, Role, UserRing},
     srq::SrqShared,
 };
+use crate::ib::{
+    device::Device,
+    wr::{RecvWr, SendWr},
+};
 use crate::logic::uc::RxSeq;
-use kernel::{new_mutex, new_spinlock, prelude::*, sync::{Arc, Mutex, SpinLock}, transmute::AsBytes};
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    new_mutex, new_spinlock, new_work,
+    prelude::*,
+    sync::{Arc, Mutex, SpinLock},
+    transmute::AsBytes,
+    workqueue::{Work, WorkItem},
+};
 
 /// The create response of the rxe ABI: the RQ's and the SQ's mmap info.
 #[repr(C)]
@@ -81,6 +93,50 @@ pub struct QpShared {
     /// are needed.
     #[pin]
     pub uc_rx: Mutex<UcRx>,
+    /// A kernel QP (rings in kernel memory, posted through the verbs).
+    pub kernel: bool,
+    /// The core's handle for the QP, carried by kernel completions.
+    pub handle: usize,
+    /// The device, for the send task: valid while `dead` is false (the
+    /// QP's destruction sets it, then waits for running tasks).
+    dev: *const Device<Rrxe>,
+    /// Set when the QP is destroyed: the send task does nothing after.
+    dead: AtomicBool,
+    /// The send task of kernel QPs.
+    #[pin]
+    task: Work<QpShared>,
+}
+
+// SAFETY: `dev` is only dereferenced by the send task while `dead` is
+// false, and destruction waits for the task (see `RrxeQp::drop`); the
+// rest is `Send + Sync` (locks, atomics, `Arc`s).
+unsafe impl Send for QpShared {}
+// SAFETY: See above.
+unsafe impl Sync for QpShared {}
+
+kernel::impl_has_work! {
+    impl HasWork<Self> for QpShared { self.task }
+}
+
+impl WorkItem for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        if this.dead.load(Ordering::Acquire) {
+            return;
+        }
+        // SAFETY: Not dead: the QP, and with it its device, is alive, and
+        // its destruction waits for this task to finish (`RrxeQp::drop`).
+        let dev = unsafe { &*this.dev };
+        let _ = crate::rrxe::ud::process_sq(dev, &this);
+    }
+}
+
+impl QpShared {
+    /// Schedules the send task (kernel QPs); a no-op while it is queued.
+    pub fn kick(self: &Arc<Self>) {
+        let _ = crate::ib::net::queue().enqueue(self.clone());
+    }
 }
 
 /// The UC responder's state between packets.
@@ -134,10 +190,23 @@ unsafe impl Sync for RrxeQp {}
 
 impl Drop for RrxeQp {
     fn drop(&mut self) {
+        if self.shared.kernel {
+            // No send task may touch the device after this returns.
+            self.shared.dead.store(true, Ordering::Release);
+            crate::ib::net::flush_queue();
+        }
         // SAFETY: See the `Send` impl.
-        unsafe { (*self.dev).qp_pool().remove(self.shared.qpn) };
+        let d = unsafe { &*self.dev };
+        if self.shared.qpn == GSI_QPN {
+            *d.gsi().lock() = None;
+        } else {
+            d.qp_pool().remove(self.shared.qpn);
+        }
     }
 }
+
+/// QP1, the general services QP.
+pub const GSI_QPN: u32 = 1;
 
 fn attr_err(e: AttrError) -> Error {
     match e {
@@ -149,8 +218,11 @@ fn attr_err(e: AttrError) -> Error {
 /// `create_qp`: checks the request as rxe does and makes the rings; the
 /// response carries their mmap info.
 pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
+    let kernel = udata.is_none();
     match init.ty {
         QpType::Rc | QpType::Uc | QpType::Ud => {}
+        // QP1 is for ib_core's MAD layer, on port 1.
+        QpType::Gsi if kernel && init.port_num == 1 => {}
         _ => return Err(EOPNOTSUPP),
     }
     if init.create_flags != 0 {
@@ -160,25 +232,31 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
     let (send_cq, recv_cq) = (scq.data().shared.clone(), rcq.data().shared.clone());
     let srq = init.srq::<Rrxe>().map(|x| x.data().shared.clone());
     qp::check_cap(&init.cap, init.has_srq).map_err(attr_err)?;
-    let Some(udata) = udata else {
-        return Err(EOPNOTSUPP);
-    };
-    if udata.outlen() < core::mem::size_of::<CreateQpResp>() {
-        return Err(EINVAL);
-    }
-    let uc = udata.ucontext::<Rrxe>();
     let (sq_elem, send_sge, inline) = qp::send_wqe_layout(&init.cap);
-    let sq = UserRing::new(uc, Role::KernelConsumes, init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
-    let rq = if init.has_srq {
-        None
-    } else {
-        Some(UserRing::new(
-            uc,
-            Role::KernelConsumes,
-            init.cap.max_recv_wr,
-            qp::recv_wqe_size(init.cap.max_recv_sge),
-            MAX_QP_RING_BYTES,
-        )?)
+    let recv_elem = qp::recv_wqe_size(init.cap.max_recv_sge);
+    let (sq, rq) = match udata {
+        Some(udata) => {
+            if udata.outlen() < core::mem::size_of::<CreateQpResp>() {
+                return Err(EINVAL);
+            }
+            let uc = udata.ucontext::<Rrxe>();
+            let sq = UserRing::new(uc, Role::KernelConsumes, init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
+            let rq = if init.has_srq {
+                None
+            } else {
+                Some(UserRing::new(uc, Role::KernelConsumes, init.cap.max_recv_wr, recv_elem, MAX_QP_RING_BYTES)?)
+            };
+            (sq, rq)
+        }
+        None => {
+            let sq = UserRing::new_kernel(init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
+            let rq = if init.has_srq {
+                None
+            } else {
+                Some(UserRing::new_kernel(init.cap.max_recv_wr, recv_elem, MAX_QP_RING_BYTES)?)
+            };
+            (sq, rq)
+        }
     };
     let cap = QpCap {
         max_send_wr: sq.geometry().index_mask,
@@ -187,13 +265,16 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
         max_recv_wr: rq.as_ref().map_or(0, |r| r.geometry().index_mask),
         max_recv_sge: if init.has_srq { 0 } else { init.cap.max_recv_sge },
     };
-    let resp = CreateQpResp { rq_mi: rq.as_ref().map(|r| r.mmap_info()).unwrap_or_default(), sq_mi: sq.mmap_info() };
-    udata.write_out(&resp)?;
+    if let Some(udata) = udata {
+        let resp = CreateQpResp { rq_mi: rq.as_ref().map(|r| r.mmap_info()).unwrap_or_default(), sq_mi: sq.mmap_info() };
+        udata.write_out(&resp)?;
+    }
 
-    let dev = pd.device().data();
+    let device = pd.device();
+    let dev = device.data();
     let attrs = QpAttrs { port_num: 1, ..Default::default() };
     let mut inner = Some(QpInner { attrs, sq, rq });
-    let (qpn, shared) = dev.qp_pool().insert(|qpn| {
+    let make = |qpn: u32| {
         let inner = inner.take().ok_or(EINVAL)?;
         Arc::pin_init(
             try_pin_init!(QpShared {
@@ -208,11 +289,113 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
                 inner <- new_spinlock!(inner),
                 send_lock <- new_mutex!(()),
                 uc_rx <- new_mutex!(UcRx::default()),
+                kernel,
+                handle: init.handle,
+                dev: device as *const Device<Rrxe>,
+                dead: AtomicBool::new(false),
+                task <- new_work!("rrxe::QpShared::task"),
             }? Error),
             GFP_KERNEL,
         )
-    })?;
+    };
+    let (qpn, shared) = if init.ty == QpType::Gsi {
+        let mut g = dev.gsi().lock();
+        if g.is_some() {
+            return Err(EBUSY);
+        }
+        let shared = make(GSI_QPN)?;
+        *g = Some(shared.clone());
+        (GSI_QPN, shared)
+    } else {
+        dev.qp_pool().insert(make)?
+    };
     Ok((RrxeQp { shared, dev }, qpn, cap))
+}
+
+/// Largest send WQE of a kernel QP that is built on the stack.
+const KERNEL_WQE_MAX: usize = 1024;
+
+/// `ib_post_send` on a kernel QP: the work request goes into the send
+/// ring in the rxe layout and the send task is kicked. Does not sleep.
+pub fn post_send_kernel(q: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
+    let s = &q.data().shared;
+    if !s.kernel {
+        // Requests for user QPs come through the mapped ring.
+        return Err(EOPNOTSUPP);
+    }
+    if wr.num_sge() > s.cap.max_send_sge as usize {
+        return Err(EINVAL);
+    }
+    let detail = if let Some(u) = wr.ud() {
+        wqe::WrDetail::Ud { remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey, pkey_index: u.pkey_index, ah_num: 0 }
+    } else if let Some((remote_addr, rkey)) = wr.rdma() {
+        wqe::WrDetail::Rdma { remote_addr, rkey }
+    } else {
+        wqe::WrDetail::None
+    };
+    if matches!(s.ty, QpType::Ud | QpType::Gsi) && !matches!(detail, wqe::WrDetail::Ud { .. }) {
+        return Err(EINVAL);
+    }
+    // Kernel inline data comes with valid lkeys: it is gathered like any
+    // other payload.
+    let f = wqe::SendFields {
+        wr_id: wr.wr_id(),
+        opcode: wr.opcode(),
+        send_flags: wr.send_flags() & !wqe::SEND_INLINE,
+        ex: wr.ex(),
+        detail,
+    };
+    let mut slot = [0u8; KERNEL_WQE_MAX];
+    let mut g = s.inner.lock();
+    if matches!(g.attrs.state, QpState::Reset | QpState::Init | QpState::Rtr) {
+        return Err(EINVAL);
+    }
+    let elem = g.sq.geometry().elem_size().min(KERNEL_WQE_MAX);
+    wqe::encode_send(&mut slot[..elem], &f, wr.sges()).ok_or(EINVAL)?;
+    if let Some(u) = wr.ud() {
+        let ah = &u.ah.data().shared;
+        let av = wqe::LegacyAv {
+            sgid: ah.sgid,
+            dgid: ah.av.dgid,
+            flow_label: ah.av.flow_label,
+            hop_limit: ah.av.hop_limit,
+            traffic_class: ah.av.traffic_class,
+        };
+        wqe::encode_legacy_av(&mut slot[..elem], &av).ok_or(EINVAL)?;
+    }
+    if !g.sq.produce(&slot[..elem]) {
+        return Err(ENOMEM);
+    }
+    drop(g);
+    s.kick();
+    Ok(())
+}
+
+/// `ib_post_recv` on a kernel QP: into the receive ring (flushed at once
+/// in ERR). Does not sleep.
+pub fn post_recv_kernel(q: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
+    let s = &q.data().shared;
+    if !s.kernel || s.srq.is_some() {
+        return Err(EINVAL);
+    }
+    if wr.num_sge() > s.cap.max_recv_sge as usize {
+        return Err(EINVAL);
+    }
+    let mut slot = [0u8; KERNEL_WQE_MAX];
+    let mut g = s.inner.lock();
+    if g.attrs.state == QpState::Reset {
+        return Err(EINVAL);
+    }
+    let rq = g.rq.as_mut().ok_or(EINVAL)?;
+    let elem = rq.geometry().elem_size().min(KERNEL_WQE_MAX);
+    wqe::encode_recv(&mut slot[..elem], wr.wr_id(), wr.sges()).ok_or(EINVAL)?;
+    if !rq.produce(&slot[..elem]) {
+        return Err(ENOMEM);
+    }
+    if g.attrs.state == QpState::Err {
+        flush(s, &mut g);
+    }
+    Ok(())
 }
 
 /// Largest QP ring: `max_qp_wr` slots of the largest WQE (1 KiB), as rxe
@@ -252,7 +435,13 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
     if to_err {
         // A receive WQE kept by the UC responder is flushed too.
         if let Some((slot, _)) = rx.held.take() {
-            let wc = Wc { status: status::WR_FLUSH_ERR, qp_num: s.qpn, wr_id: wqe::wr_id(&slot).unwrap_or(0), ..Default::default() };
+            let wc = Wc {
+                status: status::WR_FLUSH_ERR,
+                qp_num: s.qpn,
+                qp_cookie: s.handle,
+                wr_id: wqe::wr_id(&slot).unwrap_or(0),
+                ..Default::default()
+            };
             let _ = cq::post(&s.recv_cq, &wc, false);
         }
         rx.seq.msg = None;
@@ -268,7 +457,7 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
 /// 8 bytes of each slot, is copied out).
 pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
     let mut slot = [0u8; 8];
-    let mut wc = Wc { status: status::WR_FLUSH_ERR, qp_num: s.qpn, ..Default::default() };
+    let mut wc = Wc { status: status::WR_FLUSH_ERR, qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
     while g.sq.pop(&mut slot) {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         if cq::post(&s.send_cq, &wc, false).is_err() {

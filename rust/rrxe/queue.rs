@@ -37,15 +37,40 @@ pub enum Role {
     KernelConsumes,
 }
 
-/// A ring in memory the owning process maps.
+/// Where a ring lives.
+enum Mem {
+    /// Memory the owning process maps.
+    User(UserMmapEntry),
+    /// Kernel memory of a kernel QP's ring (the kernel is both sides);
+    /// `ptr` is `buf`'s heap address, stable while `buf` lives.
+    Kernel { _buf: KVVec<u8>, ptr: *mut u8 },
+}
+
+// SAFETY: `ptr` points into the owned `_buf`; access is through the ring's
+// methods, which its owner serialises.
+unsafe impl Send for Mem {}
+// SAFETY: See above.
+unsafe impl Sync for Mem {}
+
+impl Mem {
+    fn as_ptr(&self) -> *mut u8 {
+        match self {
+            Mem::User(e) => e.as_ptr(),
+            Mem::Kernel { ptr, .. } => *ptr,
+        }
+    }
+}
+
+/// A ring in the rxe layout: in memory the owning process maps, or (for
+/// kernel QPs) in kernel memory.
 ///
 /// # Invariants
 ///
-/// `entry`'s buffer holds at least `geo.buf_len()` bytes and is page
-/// aligned; `own` (the kernel's index: producer or consumer by `role`) is
-/// masked by `geo.index_mask`.
+/// `entry`'s buffer holds at least `geo.buf_len()` bytes and is page (user)
+/// or word (kernel) aligned; `own` (the kernel's index: producer or
+/// consumer by `role`) is masked by `geo.index_mask`.
 pub struct UserRing {
-    entry: UserMmapEntry,
+    entry: Mem,
     geo: Geometry,
     role: Role,
     own: u32,
@@ -56,13 +81,44 @@ impl UserRing {
     /// `uc`, of at most `max_bytes` (else `ENOMEM`).
     pub fn new(uc: &Ucontext<Rrxe>, role: Role, entries: u32, elem: u32, max_bytes: usize) -> Result<Self> {
         let geo = Geometry::new(entries, elem, max_bytes).ok_or(ENOMEM)?;
-        let entry = UserMmapEntry::new(uc, geo.buf_len().ok_or(ENOMEM)?)?;
+        let entry = Mem::User(UserMmapEntry::new(uc, geo.buf_len().ok_or(ENOMEM)?)?);
         // INVARIANT: The entry has at least `buf_len` bytes (page-rounded
         // `vmalloc_user` memory); both indices are 0.
         let r = Self { entry, geo, role, own: 0 };
         r.index(ring::LOG2_ELEM_OFF).store(r.geo.log2_elem, Ordering::Release);
         r.index(ring::INDEX_MASK_OFF).store(r.geo.index_mask, Ordering::Release);
         Ok(r)
+    }
+
+    /// A zeroed kernel-memory ring the kernel consumes and fills itself
+    /// ([`Self::produce`]), for kernel QPs.
+    pub fn new_kernel(entries: u32, elem: u32, max_bytes: usize) -> Result<Self> {
+        let geo = Geometry::new(entries, elem, max_bytes).ok_or(ENOMEM)?;
+        let len = geo.buf_len().ok_or(ENOMEM)?;
+        let mut buf = KVVec::with_capacity(len, GFP_KERNEL)?;
+        buf.resize(len, 0u8, GFP_KERNEL)?;
+        let ptr = buf.as_mut_ptr();
+        // INVARIANT: `len` bytes, word aligned (kmalloc or vmalloc); both
+        // indices 0.
+        let r = Self { entry: Mem::Kernel { _buf: buf, ptr }, geo, role: Role::KernelConsumes, own: 0 };
+        r.index(ring::LOG2_ELEM_OFF).store(r.geo.log2_elem, Ordering::Release);
+        r.index(ring::INDEX_MASK_OFF).store(r.geo.index_mask, Ordering::Release);
+        Ok(r)
+    }
+
+    /// Appends an entry as the producer of a kernel ring; `false` if full
+    /// (or not a kernel ring). Allocates nothing and does not sleep.
+    pub fn produce(&mut self, bytes: &[u8]) -> bool {
+        if !matches!(self.entry, Mem::Kernel { .. }) {
+            return false;
+        }
+        let prod = self.theirs();
+        if self.geo.is_full(prod, self.own) {
+            return false;
+        }
+        self.write_slot(prod, bytes);
+        self.index(ring::PRODUCER_OFF).store(self.geo.next(prod), Ordering::Release);
+        true
     }
 
     fn index(&self, off: usize) -> &AtomicU32 {
@@ -104,7 +160,10 @@ impl UserRing {
 
     /// Where userspace maps it.
     pub fn mmap_info(&self) -> MmapInfo {
-        MmapInfo { offset: self.entry.offset(), size: self.entry.len() as u32, pad: 0 }
+        match &self.entry {
+            Mem::User(e) => MmapInfo { offset: e.offset(), size: e.len() as u32, pad: 0 },
+            Mem::Kernel { .. } => MmapInfo::default(),
+        }
     }
 
     /// Copies `bytes` into the slot of index `i`.

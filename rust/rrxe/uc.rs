@@ -13,7 +13,7 @@
 //! goes to the memory its RETH names, with the rkey, the PD, the rights
 //! and the bounds checked, and the key resolved again on every packet.
 
-use crate::ib::{device::Device, object::Qp, qp::QpType, stats::Counter};
+use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
@@ -114,10 +114,9 @@ fn mtu_bytes(raw: u32) -> usize {
 
 /// Sends one UC WQE; returns its completion and whether it asked for one.
 /// Called with the QP's send lock held, on a QP in RTS.
-pub fn send_one(q: &Qp<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (Wc, bool) {
-    let dev = q.device();
+pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (Wc, bool) {
     let d = dev.data();
-    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, ..Default::default() };
+    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
     let w = match wqe::parse_send(slot, Transport::Uc, s.cap.max_send_sge, s.cap.max_inline_data) {
         Ok(w) => w,
         Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => {
@@ -166,7 +165,7 @@ pub fn send_one(q: &Qp<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (Wc, bo
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     }
-    let dst = if local { d.qp_pool().get(a.dest_qp_num) } else { None };
+    let dst = if local { d.qp(a.dest_qp_num) } else { None };
     let mut cur = Gather::new(slot, w.payload);
     let mut psn = a.sq_psn & 0x00ff_ffff;
     let mut sent = 0u64;
@@ -247,7 +246,7 @@ pub fn send_one(q: &Qp<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (Wc, bo
 /// A UC packet from the wire (checked by `net::rx`).
 pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
     let d = dev.data();
-    let Some(qp) = d.qp_pool().get(p.bth.dqpn) else { return };
+    let Some(qp) = d.qp(p.bth.dqpn) else { return };
     let pkt = UcPkt {
         psn: p.bth.psn,
         opcode: p.bth.opcode,
@@ -311,6 +310,7 @@ fn complete_held(qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicited: bool) {
     if let Some((slot, _)) = rx.held.take() {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         wc.qp_num = qp.qpn;
+        wc.qp_cookie = qp.handle;
         wc.port_num = 1;
         let _ = cq::post(&qp.recv_cq, &wc, solicited);
     }

@@ -18,7 +18,7 @@
 use crate::ib::{device::Device, object::Qp, qp::QpType, stats::Counter};
 use crate::logic::{
     access,
-    cqe::{flags, status, Wc},
+    cqe::{flags, net_type, status, Wc},
     hdr::{self, Bth, Deth},
     pkt::{self, IpOut},
     mcast,
@@ -59,7 +59,12 @@ struct Datagram<'a> {
 /// The user doorbell: processes the send queue up to the producer index.
 /// `EINVAL` below RTS (as rxe); in ERR, posted WQEs are flushed.
 pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
-    let s = &q.data().shared;
+    process_sq(q.device(), &q.data().shared)
+}
+
+/// Works through a QP's send queue (the user doorbell, and kernel QPs'
+/// send task).
+pub fn process_sq(dev: &Device<Rrxe>, s: &QpShared) -> Result {
     {
         let mut g = s.inner.lock();
         match g.attrs.state {
@@ -72,11 +77,10 @@ pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
         }
     }
     let ty = s.ty;
-    if ty != QpType::Ud && ty != QpType::Uc {
+    if !matches!(ty, QpType::Ud | QpType::Gsi | QpType::Uc) {
         // The reliable transport comes with its own engine.
         return Err(EOPNOTSUPP);
     }
-    let d = q.device().data();
     // One doorbell at a time works through a QP's send queue.
     let _serial = s.send_lock.lock();
     let size = s.inner.lock().sq.geometry().elem_size();
@@ -90,10 +94,10 @@ pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
             }
             (g.attrs, s.sig_all)
         };
-        let (wc, sig) = if ty == QpType::Ud {
-            send_one(q, d, s, &slot, attrs.qkey)
+        let (wc, sig) = if ty != QpType::Uc {
+            send_one(dev, s, &slot, attrs.qkey)
         } else {
-            uc::send_one(q, s, &slot, &attrs)
+            uc::send_one(dev, s, &slot, &attrs)
         };
         if sig || signaled || wc.status != status::SUCCESS {
             let _ = cq::post(&s.send_cq, &wc, false);
@@ -111,8 +115,9 @@ pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
 }
 
 /// Sends one WQE; returns its completion and whether it asked for one.
-fn send_one(q: &Qp<Rrxe>, d: &RrxeDev, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
-    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, ..Default::default() };
+fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
+    let d = dev.data();
+    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
     let w = match wqe::parse_send(slot, Transport::Ud, s.cap.max_send_sge, s.cap.max_inline_data) {
         Ok(w) => w,
         Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => {
@@ -135,7 +140,7 @@ fn send_one(q: &Qp<Rrxe>, d: &RrxeDev, s: &QpShared, slot: &[u8], own_qkey: u32)
     // this device's GIDs.
     let av = if ah_num == 0 {
         match wqe::legacy_av(slot) {
-            Some(l) if q.device().has_gid(1, &l.sgid) => LegacyAv { ..l },
+            Some(l) if dev.has_gid(1, &l.sgid) => LegacyAv { ..l },
             _ => {
                 wc.status = status::LOC_QP_OP_ERR;
                 return (wc, true);
@@ -190,7 +195,6 @@ fn send_one(q: &Qp<Rrxe>, d: &RrxeDev, s: &QpShared, slot: &[u8], own_qkey: u32)
         sl: 0,
         payload: &buf,
     };
-    let dev = q.device();
     if mcast::is_mcast_gid(&dg.dgid) {
         for n in mcast_members(d, &dg.dgid).iter() {
             deliver_local(d, &Datagram { dqpn: *n, ..dg });
@@ -290,6 +294,9 @@ fn gather(d: &RrxeDev, s: &QpShared, slot: &[u8], p: Payload, buf: &mut [u8]) ->
     match p {
         Payload::Inline { len } => {
             let src = slot.get(wqe::SEND_HDR..wqe::SEND_HDR + len as usize).ok_or(EINVAL)?;
+            if src.len() != buf.len() {
+                return Err(EINVAL);
+            }
             buf.copy_from_slice(src);
         }
         Payload::Sges { n, .. } => {
@@ -350,8 +357,8 @@ fn grh(dg: &Datagram<'_>) -> [u8; GRH] {
 /// when the QP does not exist, is not UD, cannot receive, has another
 /// Q_Key, or has no receive WQE posted.
 fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
-    let Some(qp) = d.qp_pool().get(dg.dqpn) else { return };
-    if qp.ty != QpType::Ud {
+    let Some(qp) = d.qp(dg.dqpn) else { return };
+    if !matches!(qp.ty, QpType::Ud | QpType::Gsi) {
         return;
     }
     {
@@ -365,6 +372,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     let mut wc = Wc {
         wr_id: wqe::wr_id(&slot).unwrap_or(0),
         qp_num: qp.qpn,
+        qp_cookie: qp.handle,
         opcode: wqe::WC_RECV,
         src_qp: dg.sqpn,
         port_num: 1,
@@ -382,7 +390,9 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     };
     if wc.status == status::SUCCESS {
         wc.byte_len = total as u32;
-        wc.wc_flags = flags::GRH;
+        // Kernel consumers (the MAD layer) learn the header type too.
+        wc.wc_flags = flags::GRH | flags::WITH_NETWORK_HDR_TYPE;
+        wc.network_hdr_type = if pkt::is_v4_mapped(&dg.sgid) { net_type::IPV4 } else { net_type::IPV6 };
         if let Some(imm) = dg.imm {
             wc.wc_flags |= flags::WITH_IMM;
             wc.ex = imm;
