@@ -381,11 +381,11 @@ impl RrxeMr {
                 unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
                 Ok(())
             }
-            // SAFETY: A DMA MR's addresses are its kernel consumer's
-            // (virtual) DMA addresses: DMA MRs exist only for kernel PDs
-            // (`get_dma_mr` has no user path) and their keys resolve only
-            // for that PD's QPs, or for peers the consumer gave its unsafe
-            // global rkey to, as the verbs define it.
+            // DMA MRs exist only for kernel PDs (`get_dma_mr` has no user
+            // path) and their keys resolve only for that PD's QPs, or for
+            // peers the consumer gave its unsafe global rkey to, as the
+            // verbs define it.
+            // SAFETY: A DMA MR's addresses are its consumer's DMA addresses.
             MrMem::Dma => unsafe { crate::ib::mr::write_dma_addr(iova, src) },
             // Fast-registration MRs become usable through REG_MR work
             // requests, which the reliable transport brings.
