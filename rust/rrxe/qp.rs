@@ -299,11 +299,15 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
         )
     };
     let (qpn, shared) = if init.ty == QpType::Gsi {
+        // Built before the lock is taken: it allocates.
+        let shared = make(GSI_QPN)?;
         let mut g = dev.gsi().lock();
         if g.is_some() {
+            drop(g);
+            // Never entered the table: nothing to wait for or remove.
+            shared.dead.store(true, Ordering::Release);
             return Err(EBUSY);
         }
-        let shared = make(GSI_QPN)?;
         *g = Some(shared.clone());
         (GSI_QPN, shared)
     } else {
