@@ -9,7 +9,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 
 A=rrxtca B=rrxtcb
 cleanup_net
@@ -37,6 +37,8 @@ pair() {
 	rm -f $log
 }
 check "udaddy: SIDR resolution of a UD endpoint through QP1" pair udaddy -b 10.78.0.1 -C 0 -- -s 10.78.0.1 -C 0
+check "udaddy: SIDR, then 5 datagrams each way (replies addressed from the receive completions' GRH)" \
+	pair udaddy -b 10.78.0.1 -C 5 -- -s 10.78.0.1 -C 5
 check "ucmatose: RC connect and disconnect through QP1" pair ucmatose -b 10.78.0.1 -C 0 -- -s 10.78.0.1 -C 0
 check "mckey: join 239.1.2.3 and receive 10 datagrams sent to the group" \
 	pair mckey -m 239.1.2.3 -b 10.78.0.1 -C 10 -- -m 239.1.2.3 -b 10.78.0.2 -s -C 10
