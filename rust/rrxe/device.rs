@@ -380,6 +380,10 @@ impl Driver for Rrxe {
         qp::post_recv_kernel(q, wr)
     }
 
+    fn post_srq_recv(s: &Srq<Self>, wr: &RecvWr<'_>) -> Result {
+        srq::post_srq_recv_kernel(s, wr)
+    }
+
     fn post_send_user(q: &Qp<Self>) -> Result {
         crate::rrxe::ud::post_send_user(q)
     }

@@ -3,12 +3,13 @@
 //! Shared receive queues: a user-produced ring of receive WQEs in the rxe
 //! layout, resized by `modify_srq(IB_SRQ_MAX_WR)`. The rxe ABI passes a
 //! user pointer in the modify command where the new ring's mmap info goes.
-//! SRQs belong to user contexts; kernel SRQs wait for the kernel data path
-//! (`EOPNOTSUPP`).
+//! Kernel SRQs have the same ring in kernel memory, filled by
+//! `ib_post_srq_recv` (they cannot be resized: `EINVAL`).
 
 use crate::ib::{
     object::{Pd, Srq},
     srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
+    wr::RecvWr,
     udata::Udata,
 };
 use crate::logic::{
@@ -99,8 +100,9 @@ pub struct SrqShared {
     uc: *const crate::ib::object::Ucontext<Rrxe>,
 }
 
-// SAFETY: `uc` points to the owning context, which outlives the SRQ (the
-// core destroys a context's objects first); the rest is behind the lock.
+// SAFETY: `uc` is null (kernel SRQs) or points to the owning context,
+// which outlives the SRQ (the core destroys a context's objects first);
+// the rest is behind the lock.
 unsafe impl Send for SrqShared {}
 // SAFETY: See above.
 unsafe impl Sync for SrqShared {}
@@ -144,14 +146,19 @@ pub fn create_srq(
         return Err(EOPNOTSUPP);
     }
     let (max_wr, max_sge) = qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
-    let Some(udata) = udata else {
-        return Err(EOPNOTSUPP);
+    let elem = qp::recv_wqe_size(max_sge);
+    let (ring, uc) = match udata {
+        Some(u) => {
+            if u.outlen() < core::mem::size_of::<CreateSrqResp>() {
+                return Err(EINVAL);
+            }
+            let uc = u.ucontext::<Rrxe>();
+            (UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?, uc as *const _)
+        }
+        // A kernel SRQ: its ring is in kernel memory, filled by
+        // `ib_post_srq_recv`.
+        None => (UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?, core::ptr::null()),
     };
-    if udata.outlen() < core::mem::size_of::<CreateSrqResp>() {
-        return Err(EINVAL);
-    }
-    let uc = udata.ucontext::<Rrxe>();
-    let ring = UserRing::new(uc, Role::KernelConsumes, max_wr, qp::recv_wqe_size(max_sge), MAX_SRQ_RING_BYTES)?;
     let attr = SrqAttr { max_wr: ring.geometry().index_mask, max_sge, srq_limit: init.attr.srq_limit };
     let mi = ring.mmap_info();
     let dev = pd.device().data();
@@ -161,9 +168,31 @@ pub fn create_srq(
         Arc::pin_init(try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error), GFP_KERNEL)
     })?;
     let srq = RrxeSrq { shared, dev };
-    // On failure `srq` is dropped and leaves the table.
-    udata.write_out(&CreateSrqResp { mi, srq_num: num, reserved: 0 })?;
+    if let Some(u) = udata {
+        // On failure `srq` is dropped and leaves the table.
+        u.write_out(&CreateSrqResp { mi, srq_num: num, reserved: 0 })?;
+    }
     Ok((srq, attr))
+}
+
+/// `ib_post_srq_recv` on a kernel SRQ: into its ring. Does not sleep.
+pub fn post_srq_recv_kernel(srq: &Srq<Rrxe>, wr: &RecvWr<'_>) -> Result {
+    let s = &srq.data().shared;
+    if !s.uc.is_null() {
+        // User SRQs are filled through their mapped ring.
+        return Err(EINVAL);
+    }
+    let mut slot = [0u8; 1024];
+    let mut g = s.inner.lock();
+    if wr.num_sge() > g.max_sge as usize {
+        return Err(EINVAL);
+    }
+    let elem = g.ring.geometry().elem_size().min(slot.len());
+    crate::logic::wqe::encode_recv(&mut slot[..elem], wr.wr_id(), wr.sges()).ok_or(EINVAL)?;
+    if !g.ring.produce(&slot[..elem]) {
+        return Err(ENOMEM);
+    }
+    Ok(())
 }
 
 /// `modify_srq`: resizing builds a new ring with the posted WQEs and writes
@@ -181,12 +210,17 @@ pub fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&
     qp::check_srq_modify(mask.max_wr.then_some(attr.max_wr), mask.limit.then_some(attr.srq_limit), limit, capacity)
         .map_err(attr_err)?;
     if mask.max_wr {
+        // Kernel SRQs (no context, no udata) are not resized.
+        if s.uc.is_null() {
+            return Err(EINVAL);
+        }
         let u = udata.ok_or(EINVAL)?;
         let cmd: ModifySrqCmd = u.read_in()?;
         // Allocate without the lock; move the posted WQEs under it.
         let mut new = {
             let g = s.inner.lock();
-            // SAFETY: The owning context outlives the SRQ (see `SrqShared`).
+            // SAFETY: Not null (checked above); the owning context outlives
+            // the SRQ (see `SrqShared`).
             let uc = unsafe { &*s.uc };
             // `sibling` allocates: take the shape, then drop the lock.
             let shape = (g.ring.geometry().elem_size() as u32, uc);

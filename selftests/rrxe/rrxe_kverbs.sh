@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Kernel verbs, as a kernel ULP uses them, through the test module
 # kmod/rrxe_kverbs_test.ko (built with rrxe by tools/build-module): PD DMA
-# MRs (get_dma_mr), ib_alloc_mr and ib_map_mr_sg. One KTAP line per check
-# the module logs; the module's load fails if any check does.
+# MRs (get_dma_mr), kernel CQs, ib_alloc_mr and ib_map_mr_sg, and kernel
+# UD traffic (kernel QPs and a kernel SRQ, a non-sleepable AH, DMA-mapped
+# buffers). One KTAP line per check the module logs; the module's load
+# fails if any check does.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -13,6 +15,8 @@ cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 modinfo rrxe_kverbs_test >/dev/null 2>&1 || ktap_exit_fail_msg "rrxe_kverbs_test.ko is not installed (tools/guest installs it)"
 mk_dummy rrxtd0 && link_add rrxek0 rrxtd0 || ktap_exit_fail_msg "setup failed"
+# The traffic check addresses the link-local GID (index 0).
+wait_gid rrxek0 fe80 || ktap_exit_fail_msg "no link-local GID"
 
 mark="rrxe_kverbs_test mark $$ $RANDOM"
 echo "$mark" >/dev/kmsg

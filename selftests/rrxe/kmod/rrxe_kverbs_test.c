@@ -8,11 +8,13 @@
  * a failure logs what went wrong and the load fails with -EINVAL.
  */
 #include <linux/module.h>
+#include <linux/delay.h>
 #include <linux/netdevice.h>
 #include <linux/scatterlist.h>
 #include <linux/gfp.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_cache.h>
 
 static char *netdev = "";
 module_param(netdev, charp, 0444);
@@ -229,6 +231,208 @@ static int check_cqs(struct ib_device *dev)
 	return 0;
 }
 
+/* A UD QP of `pd` on `cq`, taken to RTS with Q_Key 0x1111 (from an SRQ if given). */
+static struct ib_qp *ud_qp(struct ib_pd *pd, struct ib_cq *cq, struct ib_srq *srq)
+{
+	struct ib_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IB_QPT_UD,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 16, .max_recv_wr = srq ? 0 : 16, .max_send_sge = 2, .max_recv_sge = srq ? 0 : 2 },
+	};
+	struct ib_qp_attr a = { .qp_state = IB_QPS_INIT, .port_num = 1, .qkey = 0x1111 };
+	struct ib_qp *qp = ib_create_qp(pd, &ia);
+	int r;
+
+	if (IS_ERR(qp))
+		return qp;
+	r = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY);
+	a.qp_state = IB_QPS_RTR;
+	r = r ?: ib_modify_qp(qp, &a, IB_QP_STATE);
+	a.qp_state = IB_QPS_RTS;
+	a.sq_psn = 5;
+	r = r ?: ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN);
+	if (r) {
+		ib_destroy_qp(qp);
+		return ERR_PTR(r);
+	}
+	return qp;
+}
+
+/* Polls `cq` for one completion, up to 2 s. */
+static int poll_one(struct ib_cq *cq, struct ib_wc *wc)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (ib_poll_cq(cq, 1, wc) == 1)
+			return 0;
+		msleep(10);
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * Kernel UD traffic between kernel QPs of one device, as a ULP posts it:
+ * a non-sleepable AH, DMA-mapped kernel buffers with the PD's
+ * local_dma_lkey, SEND with immediate, receives from the QP's own queue
+ * and from a kernel SRQ; data compared byte for byte, completions
+ * carrying their QP.
+ */
+static int check_ud_traffic(struct ib_device *dev, struct ib_pd *pd)
+{
+	struct rdma_ah_attr aa = {};
+	struct ib_srq_init_attr si = { .attr = { .max_wr = 7, .max_sge = 1 }, .srq_type = IB_SRQT_BASIC };
+	struct ib_qp *a = NULL, *b = NULL, *c = NULL;
+	struct ib_srq *srq = NULL;
+	struct ib_cq *cq;
+	struct ib_ah *ah = NULL;
+	u8 *sbuf, *rbuf;
+	u64 sdma, rdma;
+	union ib_gid gid;
+	struct ib_wc wc;
+	int ret = -EINVAL, i, round;
+
+	sbuf = kmalloc(4096, GFP_KERNEL);
+	rbuf = kzalloc(4096, GFP_KERNEL);
+	cq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
+	if (!sbuf || !rbuf || IS_ERR(cq)) {
+		pr_err("rrxe_kverbs_test: FAIL kernel traffic: buffers or CQ\n");
+		goto out_free;
+	}
+	for (i = 0; i < 4096; i++)
+		sbuf[i] = (u8)(i * 7 + 3);
+	sdma = ib_dma_map_single(dev, sbuf, 4096, DMA_TO_DEVICE);
+	rdma = ib_dma_map_single(dev, rbuf, 4096, DMA_FROM_DEVICE);
+	srq = ib_create_srq(pd, &si);
+	if (IS_ERR(srq)) {
+		pr_err("rrxe_kverbs_test: FAIL ib_create_srq: %ld\n", PTR_ERR(srq));
+		srq = NULL;
+		goto out;
+	}
+	a = ud_qp(pd, cq, NULL);
+	b = a && !IS_ERR(a) ? ud_qp(pd, cq, NULL) : NULL;
+	c = b && !IS_ERR(b) ? ud_qp(pd, cq, srq) : NULL;
+	if (IS_ERR_OR_NULL(a) || IS_ERR_OR_NULL(b) || IS_ERR_OR_NULL(c)) {
+		pr_err("rrxe_kverbs_test: FAIL kernel UD QPs: %ld %ld %ld\n", PTR_ERR(a), PTR_ERR(b), PTR_ERR(c));
+		goto out;
+	}
+	if (a->qp_num == 1 || b->qp_num == a->qp_num) {
+		pr_err("rrxe_kverbs_test: FAIL kernel QP numbers %u %u\n", a->qp_num, b->qp_num);
+		goto out;
+	}
+	/* GID 0: the netdev's link-local IPv6 address. */
+	ret = rdma_query_gid(dev, 1, 0, &gid);
+	if (ret) {
+		pr_err("rrxe_kverbs_test: FAIL rdma_query_gid: %d\n", ret);
+		goto out;
+	}
+	aa.type = RDMA_AH_ATTR_TYPE_ROCE;
+	aa.port_num = 1;
+	aa.ah_flags = IB_AH_GRH;
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = 0;
+	aa.grh.hop_limit = 64;
+	ah = rdma_create_ah(pd, &aa, 0);
+	if (IS_ERR(ah)) {
+		pr_err("rrxe_kverbs_test: FAIL non-sleepable rdma_create_ah: %ld\n", PTR_ERR(ah));
+		ret = PTR_ERR(ah);
+		ah = NULL;
+		goto out;
+	}
+	ret = -EINVAL;
+	for (round = 0; round < 2; round++) {
+		struct ib_qp *dst = round ? c : b;
+		struct ib_sge rs = { .addr = rdma, .length = 40 + 1000, .lkey = pd->local_dma_lkey };
+		struct ib_recv_wr rw = { .wr_id = 100 + round, .sg_list = &rs, .num_sge = 1 };
+		struct ib_sge ss[2] = {
+			{ .addr = sdma + 10, .length = 600, .lkey = pd->local_dma_lkey },
+			{ .addr = sdma + 2000, .length = 400, .lkey = pd->local_dma_lkey },
+		};
+		struct ib_ud_wr sw = {
+			.wr = { .wr_id = 200 + round, .sg_list = ss, .num_sge = 2, .opcode = IB_WR_SEND_WITH_IMM,
+				.send_flags = IB_SEND_SIGNALED, .ex.imm_data = cpu_to_be32(0xabc0 + round) },
+			.ah = ah, .remote_qpn = dst->qp_num, .remote_qkey = 0x1111,
+		};
+		const struct ib_recv_wr *rbad;
+		const struct ib_send_wr *sbad;
+		bool got_send = false, got_recv = false;
+
+		memset(rbuf, 0, 4096);
+		ret = round ? ib_post_srq_recv(srq, &rw, &rbad) : ib_post_recv(b, &rw, &rbad);
+		ret = ret ?: ib_post_send(a, &sw.wr, &sbad);
+		if (ret) {
+			pr_err("rrxe_kverbs_test: FAIL round %d: post: %d\n", round, ret);
+			goto out;
+		}
+		ret = -EINVAL;
+		for (i = 0; i < 2; i++) {
+			if (poll_one(cq, &wc)) {
+				pr_err("rrxe_kverbs_test: FAIL round %d: completion %d missing\n", round, i);
+				goto out;
+			}
+			if (wc.status != IB_WC_SUCCESS) {
+				pr_err("rrxe_kverbs_test: FAIL round %d: status %d\n", round, wc.status);
+				goto out;
+			}
+			if (wc.wr_id == 200 + round && wc.qp == a && wc.opcode == IB_WC_SEND) {
+				got_send = true;
+			} else if (wc.wr_id == 100 + round && wc.qp == dst && wc.opcode == IB_WC_RECV &&
+				   wc.byte_len == 1040 && wc.src_qp == a->qp_num &&
+				   (wc.wc_flags & IB_WC_GRH) && (wc.wc_flags & IB_WC_WITH_IMM) &&
+				   be32_to_cpu(wc.ex.imm_data) == 0xabc0 + round &&
+				   (wc.wc_flags & IB_WC_WITH_NETWORK_HDR_TYPE) &&
+				   wc.network_hdr_type == RDMA_NETWORK_IPV6) {
+				got_recv = true;
+			} else {
+				pr_err("rrxe_kverbs_test: FAIL round %d: unexpected wc id %llu qp %p op %d len %u flags %x\n",
+				       round, wc.wr_id, wc.qp, wc.opcode, wc.byte_len, wc.wc_flags);
+				goto out;
+			}
+		}
+		if (!got_send || !got_recv || memcmp(rbuf + 40, sbuf + 10, 600) ||
+		    memcmp(rbuf + 640, sbuf + 2000, 400) || rbuf[1040]) {
+			pr_err("rrxe_kverbs_test: FAIL round %d: data or completions wrong\n", round);
+			goto out;
+		}
+	}
+	/* A full kernel SRQ refuses more: 7 fit (a ring of 8 slots). */
+	for (i = 0; i < 8; i++) {
+		struct ib_sge rs = { .addr = rdma, .length = 64, .lkey = pd->local_dma_lkey };
+		struct ib_recv_wr rw = { .wr_id = i, .sg_list = &rs, .num_sge = 1 };
+		const struct ib_recv_wr *rbad;
+
+		ret = ib_post_srq_recv(srq, &rw, &rbad);
+		if (ret)
+			break;
+	}
+	if (i != 7 || ret != -ENOMEM) {
+		pr_err("rrxe_kverbs_test: FAIL kernel SRQ took %d receives, then %d\n", i, ret);
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = 0;
+	pr_info("rrxe_kverbs_test: ok kernel UD traffic: non-sleepable AH, SEND with immediate over 2 SGEs into a QP and into a kernel SRQ, data and completions checked, a full SRQ gives -ENOMEM\n");
+out:
+	if (!IS_ERR_OR_NULL(c))
+		ib_destroy_qp(c);
+	if (!IS_ERR_OR_NULL(b))
+		ib_destroy_qp(b);
+	if (!IS_ERR_OR_NULL(a))
+		ib_destroy_qp(a);
+	if (ah)
+		rdma_destroy_ah(ah, 0);
+	if (srq)
+		ib_destroy_srq(srq);
+	ib_dma_unmap_single(dev, sdma, 4096, DMA_TO_DEVICE);
+	ib_dma_unmap_single(dev, rdma, 4096, DMA_FROM_DEVICE);
+out_free:
+	if (!IS_ERR_OR_NULL(cq))
+		ib_free_cq(cq);
+	kfree(sbuf);
+	kfree(rbuf);
+	return ret;
+}
+
 static int __init rrxe_kverbs_test_init(void)
 {
 	struct net_device *nd;
@@ -253,7 +457,7 @@ static int __init rrxe_kverbs_test_init(void)
 		if (IS_ERR(pd)) {
 			ret = PTR_ERR(pd);
 		} else {
-			ret = check_alloc_mr(pd) ?: check_map_mr_sg(dev, pd);
+			ret = check_alloc_mr(pd) ?: check_map_mr_sg(dev, pd) ?: check_ud_traffic(dev, pd);
 			ib_dealloc_pd(pd);
 		}
 	}
