@@ -30,6 +30,7 @@ use crate::rrxe::{
     mr::{self, Copy},
     net::{self, RxPkt},
     qp::{QpShared, UcRx},
+    ud::take_send,
 };
 use kernel::prelude::*;
 
@@ -116,20 +117,11 @@ fn mtu_bytes(raw: u32) -> usize {
 /// Called with the QP's send lock held, on a QP in RTS.
 pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (Wc, bool) {
     let d = dev.data();
-    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
-    let w = match wqe::parse_send(slot, Transport::Uc, s.cap.max_send_sge, s.cap.max_inline_data) {
-        Ok(w) => w,
-        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => {
-            wc.status = status::LOC_LEN_ERR;
-            return (wc, true);
-        }
-        Err(_) => {
-            wc.status = status::LOC_QP_OP_ERR;
-            return (wc, true);
-        }
+    let (w, mut wc) = match take_send(s, slot, Transport::Uc) {
+        Ok(x) => x,
+        Err(wc) => return (wc, true),
     };
     let signaled = w.send_flags & wqe::SEND_SIGNALED != 0;
-    wc.opcode = w.opcode.wc_opcode();
     let (kind, imm, reth) = match (w.opcode, w.detail) {
         (Opcode::Send, _) => (Kind::Send, false, None),
         (Opcode::SendImm, _) => (Kind::Send, true, None),

@@ -114,23 +114,28 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &QpShared) -> Result {
     Ok(())
 }
 
+/// Validates a send WQE copied out of `s`'s send queue: the WQE with its
+/// completion so far (id, QP, opcode), or the error completion to post.
+pub(crate) fn take_send(s: &QpShared, slot: &[u8], t: Transport) -> Result<(wqe::SendWqe, Wc), Wc> {
+    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
+    match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
+        Ok(w) => {
+            wc.opcode = w.opcode.wc_opcode();
+            Ok((w, wc))
+        }
+        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => Err(Wc { status: status::LOC_LEN_ERR, ..wc }),
+        Err(_) => Err(Wc { status: status::LOC_QP_OP_ERR, ..wc }),
+    }
+}
+
 /// Sends one WQE; returns its completion and whether it asked for one.
 fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
     let d = dev.data();
-    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
-    let w = match wqe::parse_send(slot, Transport::Ud, s.cap.max_send_sge, s.cap.max_inline_data) {
-        Ok(w) => w,
-        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => {
-            wc.status = status::LOC_LEN_ERR;
-            return (wc, true);
-        }
-        Err(_) => {
-            wc.status = status::LOC_QP_OP_ERR;
-            return (wc, true);
-        }
+    let (w, mut wc) = match take_send(s, slot, Transport::Ud) {
+        Ok(x) => x,
+        Err(wc) => return (wc, true),
     };
     let signaled = w.send_flags & wqe::SEND_SIGNALED != 0;
-    wc.opcode = w.opcode.wc_opcode();
     let WrDetail::Ud { remote_qpn, remote_qkey, ah_num, .. } = w.detail else {
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
