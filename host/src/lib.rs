@@ -38,5 +38,7 @@ pub mod hdr;
 pub mod pkt;
 #[path = "../../rust/logic/uc.rs"]
 pub mod uc;
+#[path = "../../rust/logic/rc.rs"]
+pub mod rc;
 #[path = "../../rust/logic/mcast.rs"]
 pub mod mcast;

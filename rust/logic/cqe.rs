@@ -28,8 +28,12 @@ pub mod status {
     pub const RETRY_EXC_ERR: u32 = 12;
     /// RNR retries exceeded.
     pub const RNR_RETRY_EXC_ERR: u32 = 13;
+    /// Bad response (a malformed read response).
+    pub const BAD_RESP_ERR: u32 = 7;
+    /// Invalid RD request.
+    pub const REM_INV_RD_REQ_ERR: u32 = 15;
     /// Fatal error.
-    pub const FATAL_ERR: u32 = 15;
+    pub const FATAL_ERR: u32 = 19;
     /// General error.
     pub const GENERAL_ERR: u32 = 21;
 }

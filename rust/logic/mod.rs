@@ -17,6 +17,7 @@ pub mod mtu;
 pub mod mw;
 pub mod pkt;
 pub mod qp;
+pub mod rc;
 pub mod ring;
 pub mod uc;
 pub mod wqe;

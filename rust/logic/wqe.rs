@@ -238,6 +238,19 @@ pub enum WrDetail {
         /// Window access.
         access: u32,
     },
+    /// Flush: the range, its key, the placement type and the level.
+    Flush {
+        /// Remote address.
+        remote_addr: u64,
+        /// Length.
+        length: u32,
+        /// Remote key.
+        rkey: u32,
+        /// `IB_FLUSH_GLOBAL`/`IB_FLUSH_PERSISTENT` bits.
+        ty: u8,
+        /// `IB_FLUSH_RANGE` (0) or `IB_FLUSH_MR` (1).
+        level: u8,
+    },
     /// Local invalidate: the key.
     Inv {
         /// Key to invalidate.
@@ -277,6 +290,11 @@ pub struct SendWqe {
     pub detail: WrDetail,
     /// Data.
     pub payload: Payload,
+}
+
+/// The 8-byte operand of an ATOMIC WRITE, stored where the SGEs would be.
+pub fn atomic_write_value(slot: &[u8]) -> Option<[u8; 8]> {
+    slot.get(SEND_HDR..SEND_HDR + 8)?.try_into().ok()
 }
 
 /// The SGE at index `i` of a WQE whose SGEs start at `base`.
@@ -320,8 +338,18 @@ pub fn parse_send(slot: &[u8], t: Transport, max_sge: u32, max_inline: u32) -> R
         },
         Opcode::Send | Opcode::SendImm => WrDetail::None,
         Opcode::SendInv => WrDetail::Inv { rkey: ex },
-        Opcode::RdmaWrite | Opcode::RdmaWriteImm | Opcode::RdmaRead | Opcode::Flush => {
+        Opcode::RdmaWrite | Opcode::RdmaWriteImm | Opcode::RdmaRead => {
             WrDetail::Rdma { remote_addr: get64(WR)?, rkey: get32(WR + 8)? }
+        }
+        Opcode::Flush => {
+            let sel = get32(WR + 16)?;
+            WrDetail::Flush {
+                remote_addr: get64(WR)?,
+                length: get32(WR + 8)?,
+                rkey: get32(WR + 12)?,
+                ty: sel as u8,
+                level: (sel >> 8) as u8,
+            }
         }
         Opcode::CmpSwap | Opcode::FetchAdd => WrDetail::Atomic {
             remote_addr: get64(WR)?,
@@ -504,6 +532,12 @@ pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = S
         WrDetail::Rdma { remote_addr, rkey } => {
             slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());
             put32(slot, WR + 8, rkey);
+        }
+        WrDetail::Atomic { remote_addr, compare_add, swap, rkey } => {
+            slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());
+            slot[WR + 8..WR + 16].copy_from_slice(&compare_add.to_ne_bytes());
+            slot[WR + 16..WR + 24].copy_from_slice(&swap.to_ne_bytes());
+            put32(slot, WR + 24, rkey);
         }
         _ => {}
     }

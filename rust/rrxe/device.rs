@@ -83,6 +83,9 @@ pub struct RrxeDev {
     /// QP1 (GSI), outside the numbered table.
     #[pin]
     gsi: SpinLock<Option<Arc<QpShared>>>,
+    /// Serialises the responder's atomics (see `atomics`).
+    #[pin]
+    atomics: Mutex<()>,
 }
 
 impl RrxeDev {
@@ -109,6 +112,11 @@ impl RrxeDev {
     /// The device attributes.
     pub fn attrs(&self) -> &DeviceAttrs {
         &self.attrs
+    }
+
+    /// Serialises the responder's atomic operations across QPs.
+    pub fn atomics(&self) -> &Mutex<()> {
+        &self.atomics
     }
 
     /// The multicast groups.
@@ -478,6 +486,7 @@ impl LinkHandler for Rrxe {
             mcast <- new_mutex!(McastTable::default()),
             _net: ticket,
             gsi <- new_spinlock!(None),
+            atomics <- new_mutex!(()),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

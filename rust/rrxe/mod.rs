@@ -13,6 +13,7 @@ pub mod params;
 pub mod pool;
 pub mod qp;
 pub mod queue;
+pub mod rc;
 pub mod srq;
 pub mod uc;
 pub mod ud;

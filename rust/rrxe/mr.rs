@@ -525,3 +525,104 @@ pub fn copy_by_key(
         Copy::From(b) => mr.read(at, b),
     }
 }
+
+/// Why a bind or an invalidation failed (the completion's status tells
+/// the application; the details go to the debug log only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalOpError {
+    /// The key names no window or region this QP may use.
+    BadKey,
+    /// The rules of binding (state, rights, bounds, type) refuse it.
+    Refused,
+}
+
+/// A memory-window bind from QP `qpn` of PD `pd` (a `BIND_MW` WQE: the type
+/// 1 binds librxe's `ibv_bind_mw` posts and type 2 binds alike). The window
+/// must carry `mw_rkey` as its current key and belong to `pd`; the MR,
+/// named by `mr_lkey`, must belong to `pd`, allow MW_BIND, cover the range
+/// and satisfy the access rules. A type 2 window must be free and gets a
+/// non-empty range tied to the QP; a zero-length bind unbinds a type 1
+/// window. The new key keeps the index and takes the low byte of `rkey`.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_mw(
+    dev: &crate::rrxe::device::RrxeDev,
+    pd: usize,
+    qpn: u32,
+    mw_rkey: u32,
+    rkey: u32,
+    mr_lkey: u32,
+    addr: u64,
+    length: u64,
+    mw_access: u32,
+) -> core::result::Result<(), LocalOpError> {
+    if keys::key_kind(mw_rkey) != Some(keys::KeyKind::Mw) {
+        return Err(LocalOpError::BadKey);
+    }
+    let w = dev.mw_pool().get(keys::key_index(mw_rkey)).ok_or(LocalOpError::BadKey)?;
+    if w.pd != pd || w.rkey.load(Ordering::Acquire) != mw_rkey {
+        return Err(LocalOpError::BadKey);
+    }
+    let range = Range::new(addr, length).ok_or(LocalOpError::Refused)?;
+    // The MR, unless a type 1 window is being unbound.
+    let mr = if length == 0 && w.ty == MwType::Type1 {
+        None
+    } else {
+        if length == 0 {
+            return Err(LocalOpError::Refused);
+        }
+        let mr = lookup_mr(dev, mr_lkey, pd, 0, addr, length).map_err(|_| LocalOpError::BadKey)?;
+        access::check_bind_access(w.ty, mr.access, mw_access).map_err(|_| LocalOpError::Refused)?;
+        Some(mr)
+    };
+    let new_key = (mw_rkey & !0xff) | (rkey & 0xff);
+    let old = {
+        let mut b = w.bind.lock();
+        match (w.ty, b.state) {
+            (MwType::Type1, MwState::Valid) | (MwType::Type2, MwState::Free) => {}
+            _ => return Err(LocalOpError::Refused),
+        }
+        let new = mr.map(|m| {
+            m.bound_mws.fetch_add(1, Ordering::AcqRel);
+            let qp = (w.ty == MwType::Type2).then_some(qpn);
+            (m, Binding { range, access: mw_access, qpn: qp })
+        });
+        if w.ty == MwType::Type2 {
+            b.state = MwState::Valid;
+        }
+        w.rkey.store(new_key, Ordering::Release);
+        // INVARIANT: The new MR was counted above; the old one is uncounted
+        // below, once the lock is dropped.
+        core::mem::replace(&mut b.binding, new)
+    };
+    if let Some((m, _)) = old {
+        m.bound_mws.fetch_sub(1, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// Invalidates `rkey` for PD `pd` (LOCAL_INV, or a SEND with invalidate
+/// arriving): a bound type 2 window of that PD returns to free and answers
+/// nothing more. Type 1 windows and regions cannot be invalidated this way
+/// (rrxe has no fast-registration path yet).
+pub fn invalidate(dev: &crate::rrxe::device::RrxeDev, rkey: u32, pd: usize) -> core::result::Result<(), LocalOpError> {
+    if keys::key_kind(rkey) != Some(keys::KeyKind::Mw) {
+        return Err(LocalOpError::BadKey);
+    }
+    let w = dev.mw_pool().get(keys::key_index(rkey)).ok_or(LocalOpError::BadKey)?;
+    if w.pd != pd || w.rkey.load(Ordering::Acquire) != rkey || w.ty != MwType::Type2 {
+        return Err(LocalOpError::BadKey);
+    }
+    let old = {
+        let mut b = w.bind.lock();
+        if b.state != MwState::Valid {
+            return Err(LocalOpError::Refused);
+        }
+        b.state = MwState::Free;
+        // INVARIANT: Uncounted below.
+        b.binding.take()
+    };
+    if let Some((m, _)) = old {
+        m.bound_mws.fetch_sub(1, Ordering::Release);
+    }
+    Ok(())
+}

@@ -11,7 +11,7 @@ use crate::logic::{
     mcast,
     pkt::{self, IpInfo, IpOut},
 };
-use crate::rrxe::{device::Rrxe, ud, uc};
+use crate::rrxe::{device::Rrxe, rc, ud, uc};
 use kernel::prelude::*;
 
 /// Sends one packet: `hdrs` (the BTH and its extension headers) and
@@ -104,7 +104,7 @@ pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
     match hdr::service(bth.opcode) {
         Some(Service::Ud) => ud::rx(dev, &rx),
         Some(Service::Uc) => uc::rx(dev, &rx),
-        // The reliable transport is not there yet.
-        Some(Service::Rc) | None => {}
+        Some(Service::Rc) => rc::rx(dev, &rx),
+        None => {}
     }
 }

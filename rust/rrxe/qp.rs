@@ -32,11 +32,16 @@ use crate::ib::{
     wr::{RecvWr, SendWr},
 };
 use crate::logic::uc::RxSeq;
+use crate::rrxe::rc::RcState;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_mutex, new_spinlock, new_work,
     prelude::*,
-    sync::{Arc, Mutex, SpinLock},
+    sync::{Arc, ArcBorrow, Mutex, SpinLock},
+    time::{
+        hrtimer::{HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart, RelativeMode},
+        Monotonic,
+    },
     transmute::AsBytes,
     workqueue::{Work, WorkItem},
 };
@@ -93,6 +98,9 @@ pub struct QpShared {
     /// are needed.
     #[pin]
     pub uc_rx: Mutex<UcRx>,
+    /// The reliable transport's state (RC QPs). Taken before `inner`.
+    #[pin]
+    pub rc: Mutex<RcState>,
     /// A kernel QP (rings in kernel memory, posted through the verbs).
     pub kernel: bool,
     /// The core's handle for the QP, carried by kernel completions.
@@ -102,9 +110,13 @@ pub struct QpShared {
     dev: *const Device<Rrxe>,
     /// Set when the QP is destroyed: the send task does nothing after.
     dead: AtomicBool,
-    /// The send task of kernel QPs.
+    /// The send task: kernel QPs' posts, and the RC requester when the
+    /// completer or a timer wakes it.
     #[pin]
     task: Work<QpShared>,
+    /// The RC retransmit and RNR timer: it wakes the send task.
+    #[pin]
+    timer: HrTimer<QpShared>,
 }
 
 // SAFETY: `dev` is only dereferenced by the send task while `dead` is
@@ -116,6 +128,24 @@ unsafe impl Sync for QpShared {}
 
 kernel::impl_has_work! {
     impl HasWork<Self> for QpShared { self.task }
+}
+
+kernel::impl_has_hr_timer! {
+    impl HasHrTimer<Self> for QpShared {
+        mode: RelativeMode<Monotonic>,
+        field: self.timer
+    }
+}
+
+impl HrTimerCallback for QpShared {
+    type Pointer<'a> = Arc<QpShared>;
+
+    fn run(this: ArcBorrow<'_, QpShared>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        if !this.is_dead() {
+            Arc::from(this).kick();
+        }
+        HrTimerRestart::NoRestart
+    }
 }
 
 impl WorkItem for QpShared {
@@ -133,9 +163,14 @@ impl WorkItem for QpShared {
 }
 
 impl QpShared {
-    /// Schedules the send task (kernel QPs); a no-op while it is queued.
+    /// Schedules the send task; a no-op while it is queued.
     pub fn kick(self: &Arc<Self>) {
         let _ = crate::ib::net::queue().enqueue(self.clone());
+    }
+
+    /// Whether the QP is being destroyed.
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
     }
 }
 
@@ -190,11 +225,14 @@ unsafe impl Sync for RrxeQp {}
 
 impl Drop for RrxeQp {
     fn drop(&mut self) {
-        if self.shared.kernel {
-            // No send task may touch the device after this returns.
-            self.shared.dead.store(true, Ordering::Release);
-            crate::ib::net::flush_queue();
-        }
+        // No timer or send task may touch the device after this returns:
+        // the timer is stopped (it holds a reference to the QP, and is
+        // never started again once the QP is dead), then queued tasks run
+        // out.
+        self.shared.dead.store(true, Ordering::Release);
+        let timer = self.shared.rc.lock().take_timer();
+        drop(timer);
+        crate::ib::net::flush_queue();
         // SAFETY: See the `Send` impl.
         let d = unsafe { &*self.dev };
         if self.shared.qpn == GSI_QPN {
@@ -273,9 +311,16 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
     let device = pd.device();
     let dev = device.data();
     let attrs = QpAttrs { port_num: 1, ..Default::default() };
+    let rc_state = if init.ty == QpType::Rc {
+        RcState::new(sq.geometry().slots(), sq.geometry().elem_size())?
+    } else {
+        RcState::new(0, 0)?
+    };
+    let mut rc_state = Some(rc_state);
     let mut inner = Some(QpInner { attrs, sq, rq });
     let make = |qpn: u32| {
         let inner = inner.take().ok_or(EINVAL)?;
+        let rc_state = rc_state.take().ok_or(EINVAL)?;
         Arc::pin_init(
             try_pin_init!(QpShared {
                 qpn,
@@ -289,11 +334,13 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
                 inner <- new_spinlock!(inner),
                 send_lock <- new_mutex!(()),
                 uc_rx <- new_mutex!(UcRx::default()),
+                rc <- new_mutex!(rc_state),
                 kernel,
                 handle: init.handle,
                 dev: device as *const Device<Rrxe>,
                 dead: AtomicBool::new(false),
                 task <- new_work!("rrxe::QpShared::task"),
+                timer <- HrTimer::new(),
             }? Error),
             GFP_KERNEL,
         )
@@ -429,6 +476,25 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
         flush(s, &mut g);
     }
     drop(g);
+    if s.ty == QpType::Rc {
+        let mut rc = s.rc.lock();
+        if mask & qp::mask::RQ_PSN != 0 {
+            rc.set_rq_psn(new.rq_psn);
+        }
+        if mask & qp::mask::SQ_PSN != 0 {
+            rc.set_sq_psn(new.sq_psn);
+        }
+        if mask & qp::mask::MAX_DEST_RD_ATOMIC != 0 {
+            rc.set_dest_rd_atomic(new.max_dest_rd_atomic)?;
+        }
+        if mask & (qp::mask::RETRY_CNT | qp::mask::RNR_RETRY) != 0 {
+            let a = s.inner.lock().attrs;
+            rc.set_retries(a.retry_cnt, a.rnr_retry);
+        }
+        if to_err {
+            rc.on_error(s);
+        }
+    }
     // The responder's state has its own lock, taken before `inner`.
     let mut rx = s.uc_rx.lock();
     if mask & qp::mask::RQ_PSN != 0 {

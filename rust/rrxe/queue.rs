@@ -209,6 +209,35 @@ impl UserRing {
         true
     }
 
+    /// Copies the `k`-th pending entry (0 is the oldest) of a
+    /// kernel-consumed ring into `out` without taking it; `false` if fewer
+    /// are pending. The RC requester keeps WQEs in the ring until they
+    /// complete, so that userspace cannot post more than the ring holds.
+    pub fn peek(&self, k: u32, out: &mut [u8]) -> bool {
+        if self.role != Role::KernelConsumes || k >= self.pending() {
+            return false;
+        }
+        self.read_slot(self.own.wrapping_add(k) & self.geo.index_mask, out);
+        true
+    }
+
+    /// The kernel's own index (the consumer's, for kernel-consumed rings).
+    pub fn consumer(&self) -> u32 {
+        self.own
+    }
+
+    /// Takes the oldest pending entry without reading it (see [`peek`]).
+    ///
+    /// [`peek`]: Self::peek
+    pub fn consume(&mut self) -> bool {
+        if self.role != Role::KernelConsumes || self.pending() == 0 {
+            return false;
+        }
+        self.own = self.geo.next(self.own);
+        self.publish();
+        true
+    }
+
     /// An empty ring like this one (role and slot size) for `entries`
     /// entries. Allocates: call without locks held.
     pub fn sibling(&self, uc: &Ucontext<Rrxe>, entries: u32, max_bytes: usize) -> Result<Self> {

@@ -58,7 +58,7 @@ pub struct UcPkt<'a> {
 }
 
 /// Reads a send WQE's payload in order, a packet at a time.
-struct Gather<'a> {
+pub(crate) struct Gather<'a> {
     slot: &'a [u8],
     payload: Payload,
     sge: u32,
@@ -67,12 +67,44 @@ struct Gather<'a> {
 }
 
 impl<'a> Gather<'a> {
-    fn new(slot: &'a [u8], payload: Payload) -> Self {
+    pub(crate) fn new(slot: &'a [u8], payload: Payload) -> Self {
         Self { slot, payload, sge: 0, off: 0, inline_off: 0 }
     }
 
+    /// Moves `n` bytes ahead without reading them.
+    pub(crate) fn skip(&mut self, n: u64) -> Result {
+        match self.payload {
+            Payload::Inline { len } => {
+                let end = (self.inline_off as u64).checked_add(n).ok_or(EINVAL)?;
+                if end > u64::from(len) {
+                    return Err(EINVAL);
+                }
+                self.inline_off = end as usize;
+            }
+            Payload::Sges { n: count, .. } => {
+                let mut left = n;
+                while left > 0 {
+                    if self.sge >= count {
+                        return Err(EINVAL);
+                    }
+                    let sge = wqe::sge_at(self.slot, wqe::SEND_HDR, self.sge).ok_or(EINVAL)?;
+                    let room = u64::from(sge.length).saturating_sub(self.off);
+                    if room > left {
+                        self.off += left;
+                        left = 0;
+                    } else {
+                        left -= room;
+                        self.sge += 1;
+                        self.off = 0;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Fills `out` with the next bytes, through the lkeys of `pd`.
-    fn read(&mut self, d: &RrxeDev, pd: usize, out: &mut [u8]) -> Result {
+    pub(crate) fn read(&mut self, d: &RrxeDev, pd: usize, out: &mut [u8]) -> Result {
         match self.payload {
             Payload::Inline { len } => {
                 let end = self.inline_off.checked_add(out.len()).ok_or(EINVAL)?;

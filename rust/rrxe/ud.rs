@@ -35,7 +35,7 @@ use crate::rrxe::{
     uc,
 };
 use core::sync::atomic::Ordering;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 /// Size of the GRH at the start of every UD receive buffer.
 const GRH: usize = 40;
@@ -62,9 +62,9 @@ pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
     process_sq(q.device(), &q.data().shared)
 }
 
-/// Works through a QP's send queue (the user doorbell, and kernel QPs'
-/// send task).
-pub fn process_sq(dev: &Device<Rrxe>, s: &QpShared) -> Result {
+/// Works through a QP's send queue (the user doorbell, and the QP's send
+/// task). RC QPs have their own engine (`rc`).
+pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     {
         let mut g = s.inner.lock();
         match g.attrs.state {
@@ -77,9 +77,8 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &QpShared) -> Result {
         }
     }
     let ty = s.ty;
-    if !matches!(ty, QpType::Ud | QpType::Gsi | QpType::Uc) {
-        // The reliable transport comes with its own engine.
-        return Err(EOPNOTSUPP);
+    if ty == QpType::Rc {
+        return crate::rrxe::rc::run(dev, s);
     }
     // One doorbell at a time works through a QP's send queue.
     let _serial = s.send_lock.lock();

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# RC (reliable connected) transport. First rrxe_rc_test's modes between QPs
+# of one device (SEND scatter/gather and immediates, RDMA WRITE and READ,
+# atomics and a fetch_add race, RNR retries, the ERR flush, remote access
+# violations, memory windows), data compared byte for byte. Then the stock
+# tools on that device: ibv_rc_pingpong and ibv_srq_pingpong validating every
+# buffer, perftest's RC bandwidth and latency tests over verbs and rdma_cm.
+# Then between two namespaces over a veth pair: the pingpongs over IPv4 and
+# IPv6, rping with validation over IPv4 and IPv6, rdma_server/rdma_client,
+# ib_read_bw over rdma_cm and ib_atomic_bw. Every server runs under a
+# timeout; the client must finish first and both must succeed.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+
+ktap_print_header
+ktap_set_plan 28
+
+A=rrxtra B=rrxtrb
+work=$(mktemp -d)
+: >"$work/pids"
+
+# Servers that are still running (each recorded in $work/pids, all under
+# `timeout`) are stopped by their own pid.
+stop_servers() {
+	local p
+	while read -r p; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = timeout ] && kill "$p" 2>/dev/null
+	done <"$work/pids"
+	return 0
+}
+
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_dummy rrxtr0 && ip addr add 10.81.0.1/24 dev rrxtr0 && link_add rrxer0 rrxtr0 ||
+	ktap_exit_fail_msg "setup failed"
+wait_gid rrxer0 ffff:10.81.0.1 || ktap_exit_fail_msg "no IPv4 GID"
+gi=$(gid_index rrxer0 ffff:10.81.0.1)
+bin=$work/rrxe_rc_test
+cc -Wall -O2 -o "$bin" "$dir/rrxe_rc_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_rc_test"
+
+t() { timeout 300 "$bin" rrxer0 "$@"; }
+check "RC SEND: 10257 bytes from 2 SGEs into 3, with immediate, 0 bytes, 100 in a row signaled every 10th" t send
+check "RC WRITE of 64 KiB, WRITE with immediate, READ of 64 KiB + 1, 1 byte and into 2 SGEs, zero-length ops with a bogus key" \
+	t write_read
+check "RC FETCH_AND_ADD and CMP_AND_SWP (swap and no swap); two QPs race 400 fetch_add(1): all values distinct" t atomic
+check "RC RNR: no receive and rnr_retry 0 gives RNR_RETRY_EXC_ERR; with rnr_retry 7 a receive posted 200 ms late takes the SEND" \
+	t rnr
+check "RC error: both QPs in ERR, later WQEs and the receives flushed with WR_FLUSH_ERR, target unchanged" t flush_err
+check "RC remote access violations (foreign PD, wrong key, past the MR, u64 wrap, access rights, misaligned atomic, invalidated and foreign windows) fail, target unchanged" \
+	t security
+check "RC memory windows: type 1 bind, bounds, unbind, dealloc; zero-based type 2; SEND_WITH_INV; failing binds" t mw
+
+# listening HOW NS: a server listens: tcp:PORT (a TCP socket in namespace NS,
+# "" for this one) or cm:PORT (an rdma_cm ID listening on PORT, any device).
+listening() {
+	local pre=()
+	[ -n "$2" ] && pre=(ip netns exec "$2")
+	case $1 in
+	tcp:*) "${pre[@]}" ss -Htln "sport = :${1#tcp:}" 2>/dev/null | grep -q . ;;
+	cm:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:${1#cm:} " ;;
+	*) return 1 ;;
+	esac
+}
+
+# pair HOW SRV_NS CLI_NS SERVER... -- CLIENT...: starts SERVER in SRV_NS
+# (at most 120 s), waits up to 20 s for it to listen (HOW as in listening;
+# after that the client tries anyway), runs CLIENT in CLI_NS (at most 100 s).
+# Both must exit 0. Their output stays in $work/server and $work/client.
+pair() {
+	local how=$1 ns_s=$2 ns_c=$3; shift 3
+	local srv=() ps=() pc=() pid rc i
+	while [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	[ -n "$ns_s" ] && ps=(ip netns exec "$ns_s")
+	[ -n "$ns_c" ] && pc=(ip netns exec "$ns_c")
+	"${ps[@]}" timeout 120 "${srv[@]}" >"$work/server" 2>&1 </dev/null &
+	pid=$!
+	echo "$pid" >>"$work/pids"
+	for ((i = 0; i < 200; i++)); do
+		listening "$how" "$ns_s" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! "${pc[@]}" timeout 100 "$@" >"$work/client" 2>&1 </dev/null; then
+		echo "client failed: $*"
+		tail -n 40 "$work/client"
+		kill "$pid" 2>/dev/null
+		wait "$pid"
+		echo "server: ${srv[*]}"
+		tail -n 40 "$work/server"
+		return 1
+	fi
+	wait "$pid"
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "server exited $rc: ${srv[*]}"
+		tail -n 40 "$work/server"
+		return 1
+	fi
+}
+
+# pp TOOL PORT ARGS...: a stock ibv_*_pingpong validating its buffers (-c),
+# server and client on rrxer0 with its IPv4 GID, over TCP to 127.0.0.1.
+pp() {
+	local tool=$1 port=$2; shift 2
+	local a=("$tool" -d rrxer0 -g "$gi" -p "$port" -c "$@")
+	pair "tcp:$port" "" "" "${a[@]}" -- "${a[@]}" 127.0.0.1
+}
+
+# perf TOOL PORT ARGS...: a perftest test, server and client on rrxer0 with
+# its IPv4 GID; perf_cm the same, connected through rdma_cm (-R).
+perf() {
+	local tool=$1 port=$2; shift 2
+	local a=("$tool" -d rrxer0 -x "$gi" -F -p "$port" "$@")
+	pair "tcp:$port" "" "" "${a[@]}" -- "${a[@]}" 10.81.0.1
+}
+perf_cm() {
+	local tool=$1 port=$2; shift 2
+	local a=("$tool" -R -d rrxer0 -F -p "$port" "$@")
+	pair "cm:$port" "" "" "${a[@]}" -- "${a[@]}" 10.81.0.1
+}
+
+check "ibv_rc_pingpong -c on one device: 4096-byte messages, 200 iterations" pp ibv_rc_pingpong 18521 -s 4096 -n 200
+check "ibv_srq_pingpong -c on one device: 4 QPs sharing an SRQ, 100 iterations each" \
+	pp ibv_srq_pingpong 18522 -q 4 -s 4096 -n 100
+check "ib_write_bw on one device: 200 x 64 KiB" perf ib_write_bw 18601 -s 65536 -n 200
+check "ib_read_bw on one device: 200 x 64 KiB" perf ib_read_bw 18602 -s 65536 -n 200
+check "ib_send_bw on one device: 200 x 64 KiB" perf ib_send_bw 18603 -s 65536 -n 200
+check "ib_atomic_bw on one device: 200 fetch_adds" perf ib_atomic_bw 18604 -n 200
+check "ib_write_lat on one device: 100 iterations" perf ib_write_lat 18605 -n 100
+check "ib_read_lat on one device: 100 iterations" perf ib_read_lat 18606 -n 100
+check "ib_send_lat on one device: 100 iterations" perf ib_send_lat 18607 -n 100
+check "ib_atomic_lat on one device: 100 iterations" perf ib_atomic_lat 18608 -n 100
+check "ib_write_bw -R (rdma_cm) on one device: 200 x 64 KiB" perf_cm ib_write_bw 18609 -s 65536 -n 200
+check "ib_send_lat -R (rdma_cm) on one device: 100 iterations" perf_cm ib_send_lat 18610 -n 100
+
+# Two namespaces: rrxera on rrxtva (10.78.0.1, fd78::1) in A, rrxerb on
+# rrxtvb (10.78.0.2, fd78::2) in B.
+mk_veth_pair $A $B || ktap_exit_fail_msg "veth setup failed"
+ip netns exec $A rdma link add rrxera type "$RRXE_LINK_TYPE" netdev rrxtva &&
+	ip netns exec $B rdma link add rrxerb type "$RRXE_LINK_TYPE" netdev rrxtvb ||
+	ktap_exit_fail_msg "devices failed"
+wait_gid rrxera ffff:10.78.0.1 && wait_gid rrxerb ffff:10.78.0.2 &&
+	wait_gid rrxera fd78::1 && wait_gid rrxerb fd78::2 || ktap_exit_fail_msg "GIDs did not appear"
+
+# pp_ns TOOL PORT GID_TEXT ARGS...: a stock pingpong validating its buffers,
+# server on rrxera in A, client on rrxerb in B, each with its GID that
+# contains GID_TEXT; the QP numbers go over TCP to 10.78.0.1.
+pp_ns() {
+	local tool=$1 port=$2 g=$3; shift 3
+	local ga gb
+	ga=$(gid_index rrxera "$g")
+	gb=$(gid_index rrxerb "$g")
+	[ -n "$ga" ] && [ -n "$gb" ] || { echo "no GID like $g"; return 1; }
+	pair "tcp:$port" $A $B "$tool" -d rrxera -g "$ga" -p "$port" -c "$@" -- \
+		"$tool" -d rrxerb -g "$gb" -p "$port" -c "$@" 10.78.0.1
+}
+
+# rping_ns ADDR: rping server in A bound to ADDR, client in B; 500 pings of
+# 1000 bytes, each validated by the client and counted.
+rping_ns() {
+	local n
+	pair cm:7174 $A $B rping -s -a "$1" -C 500 -S 1000 -V -- rping -c -a "$1" -C 500 -S 1000 -V -v || return 1
+	n=$(grep -c '^ping data: ' "$work/client")
+	[ "$n" -eq 500 ] || { echo "the client pinged $n times, not 500"; tail -n 5 "$work/client"; return 1; }
+}
+
+rdma_server_ns() {
+	pair cm:7471 $A $B rdma_server -s 10.78.0.1 -- rdma_client -s 10.78.0.1 || return 1
+	grep -q '^rdma_client: end 0' "$work/client" && grep -q '^rdma_server: end 0' "$work/server" || {
+		cat "$work/client" "$work/server"; return 1; }
+}
+
+check "ibv_rc_pingpong -c between namespaces over IPv4: 8 KiB messages, 200 iterations" \
+	pp_ns ibv_rc_pingpong 18531 ffff:10.78.0. -s 8192 -n 200
+check "ibv_rc_pingpong -c between namespaces over IPv6: 3000-byte messages, 256-byte MTU" \
+	pp_ns ibv_rc_pingpong 18532 fd78: -s 3000 -m 256 -n 100
+check "ibv_srq_pingpong -c between namespaces: 4 QPs, 100 iterations each" \
+	pp_ns ibv_srq_pingpong 18533 ffff:10.78.0. -q 4 -s 4096 -n 100
+check "rping -V between namespaces over IPv4: 500 validated pings of 1000 bytes" rping_ns 10.78.0.1
+check "rping -V between namespaces over IPv6: 500 validated pings of 1000 bytes" rping_ns fd78::1
+check "rdma_server and rdma_client between namespaces" rdma_server_ns
+check "ib_read_bw -R (rdma_cm) between namespaces: 200 x 64 KiB" \
+	pair cm:18611 $A $B ib_read_bw -R -d rrxera -F -p 18611 -s 65536 -n 200 -- \
+	ib_read_bw -R -d rrxerb -F -p 18611 -s 65536 -n 200 10.78.0.1
+check "ib_atomic_bw between namespaces: 200 fetch_adds" \
+	pair tcp:18612 $A $B ib_atomic_bw -d rrxera -x "$(gid_index rrxera ffff:10.78.0.1)" -F -p 18612 -n 200 -- \
+	ib_atomic_bw -d rrxerb -x "$(gid_index rrxerb ffff:10.78.0.2)" -F -p 18612 -n 200 10.78.0.1
+
+stop_servers
+check "the devices delete cleanly afterwards" \
+	bash -c "rdma link delete rrxer0 && rdma link delete rrxera && rdma link delete rrxerb &&
+		! test -e /sys/class/infiniband/rrxer0 && ! test -e /sys/class/infiniband/rrxera &&
+		! test -e /sys/class/infiniband/rrxerb"
+
+rm -rf "$work"
+cleanup_net
+ktap_finished
