@@ -129,6 +129,24 @@ impl<'a, T: Driver> SendWr<'a, T> {
         Some((r.remote_addr, r.rkey))
     }
 
+    /// For `IB_WR_REG_MR`: the MR's current lkey, the key it is to take and
+    /// its access flags.
+    pub fn reg(&self) -> Option<(u32, u32, u32)> {
+        if self.raw.opcode != bindings::ib_wr_opcode_IB_WR_REG_MR {
+            return None;
+        }
+        // SAFETY: The core builds every `IB_WR_REG_MR` request as an
+        // `ib_reg_wr`, whose first field is this `ib_send_wr`, valid for
+        // `'a`.
+        let r = unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_reg_wr>() };
+        if r.mr.is_null() {
+            return None;
+        }
+        // SAFETY: A registration request names a live MR of this device.
+        let lkey = unsafe { (*r.mr).lkey };
+        Some((lkey, r.key, r.access as u32))
+    }
+
     /// For `IB_SEND_INLINE`: copies the bytes the SGEs point at (kernel
     /// virtual addresses the trusted kernel poster owns) into `out`, up to
     /// its length. Returns the bytes copied.

@@ -72,14 +72,15 @@ pub enum BindError {
     ZeroBasedType1,
     /// A writable (remote write or atomic) window needs local write on the MR.
     WritableNeedsLocalWrite,
-    /// Only remote access and zero-based may be asked of a window.
+    /// Only remote access and zero-based may be asked of a window (local
+    /// write is tolerated and means nothing, as in rxe).
     BadWindowAccess,
 }
 
 /// Checks the access-flag rules of binding a window of type `ty` with
 /// `mw_access` onto an MR with `mr_access`.
 pub const fn check_bind_access(ty: MwType, mr_access: u32, mw_access: u32) -> Result<(), BindError> {
-    if mw_access & !(REMOTE | ZERO_BASED) != 0 {
+    if mw_access & !(LOCAL_WRITE | REMOTE | ZERO_BASED) != 0 {
         return Err(BindError::BadWindowAccess);
     }
     if mr_access & MW_BIND == 0 {
@@ -137,8 +138,9 @@ mod tests {
             Err(BindError::WritableNeedsLocalWrite)
         );
         assert_eq!(check_bind_access(MwType::Type2, MW_BIND, REMOTE_READ), Ok(()));
+        assert_eq!(check_bind_access(MwType::Type2, mr, LOCAL_WRITE | REMOTE_WRITE), Ok(()));
         assert_eq!(
-            check_bind_access(MwType::Type2, mr, LOCAL_WRITE),
+            check_bind_access(MwType::Type2, mr, MW_BIND),
             Err(BindError::BadWindowAccess)
         );
     }

@@ -81,6 +81,8 @@ pub enum Opcode {
     Flush,
     /// Atomic write.
     AtomicWrite,
+    /// Fast registration of an MR (kernel QPs only).
+    RegMr,
 }
 
 impl Opcode {
@@ -99,6 +101,7 @@ impl Opcode {
             9 => Self::SendInv,
             14 => Self::Flush,
             15 => Self::AtomicWrite,
+            0x20 => Self::RegMr,
             _ => return None,
         })
     }
@@ -127,6 +130,7 @@ impl Opcode {
             Self::LocalInv => 6,
             Self::Flush => 8,
             Self::AtomicWrite => 9,
+            Self::RegMr => 10,
         }
     }
 
@@ -251,6 +255,16 @@ pub enum WrDetail {
         /// `IB_FLUSH_RANGE` (0) or `IB_FLUSH_MR` (1).
         level: u8,
     },
+    /// Fast registration: the MR (by its key's index), its new key and
+    /// access. Not part of the user ABI: only kernel QPs encode it.
+    Reg {
+        /// The MR's key (its index is what counts).
+        mr_key: u32,
+        /// The key it answers to from now on.
+        key: u32,
+        /// Its access flags from now on.
+        access: u32,
+    },
     /// Local invalidate: the key.
     Inv {
         /// Key to invalidate.
@@ -359,6 +373,7 @@ pub fn parse_send(slot: &[u8], t: Transport, max_sge: u32, max_inline: u32) -> R
         },
         Opcode::AtomicWrite => WrDetail::Rdma { remote_addr: get64(WR)?, rkey: get32(WR + 8)? },
         Opcode::LocalInv => WrDetail::Inv { rkey: ex },
+        Opcode::RegMr => WrDetail::Reg { mr_key: get32(WR)?, key: get32(WR + 4)?, access: get32(WR + 8)? },
         Opcode::BindMw => WrDetail::Mw {
             addr: get64(WR)?,
             length: get64(WR + 8)?,
@@ -532,6 +547,11 @@ pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = S
         WrDetail::Rdma { remote_addr, rkey } => {
             slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());
             put32(slot, WR + 8, rkey);
+        }
+        WrDetail::Reg { mr_key, key, access } => {
+            put32(slot, WR, mr_key);
+            put32(slot, WR + 4, key);
+            put32(slot, WR + 8, access);
         }
         WrDetail::Atomic { remote_addr, compare_add, swap, rkey } => {
             slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());

@@ -65,6 +65,53 @@ pub struct FastPages {
     pub iova: u64,
     /// See `iova`.
     pub length: u64,
+    /// The key a registration work request gave it (the index never
+    /// changes), its access flags, and whether it is registered (valid) or
+    /// free (new, or invalidated).
+    pub key: u32,
+    /// See `key`.
+    pub access: u32,
+    /// See `key`.
+    pub valid: bool,
+}
+
+impl FastPages {
+    /// The kernel virtual address of `iova` and how many bytes follow it
+    /// within its page, for an access of `len` bytes that must lie inside
+    /// the mapping.
+    fn locate(&self, iova: u64, len: u64) -> Option<(u64, usize)> {
+        let off = Range::new(self.iova, self.length)?.offset_of(iova, len)?;
+        let psize = 1u64 << self.page_shift;
+        let pos = (self.iova & (psize - 1)).checked_add(off)?;
+        let page = *self.pages.get((pos >> self.page_shift) as usize)?;
+        let within = pos & (psize - 1);
+        Some((page.checked_add(within)?, (psize - within) as usize))
+    }
+
+    /// Copies between the mapped pages at `iova` and a buffer.
+    fn copy(&self, iova: u64, mut dir: Copy<'_>) -> Result {
+        let total = match &dir {
+            Copy::Into(b) => b.len(),
+            Copy::From(b) => b.len(),
+        };
+        let mut done = 0usize;
+        while done < total {
+            let at = iova.checked_add(done as u64).ok_or(EFAULT)?;
+            let (addr, room) = self.locate(at, (total - done) as u64).ok_or(EFAULT)?;
+            let k = room.min(total - done);
+            match &mut dir {
+                // SAFETY: A registered fast-registration MR maps pages its
+                // kernel consumer handed over with `ib_map_mr_sg` (kernel
+                // virtual addresses, as rrxe has no DMA device) and keeps
+                // alive while the registration is valid; `k` stays inside
+                // one of them.
+                Copy::Into(b) => unsafe { crate::ib::mr::write_dma_addr(addr, &b[done..done + k])? },
+                Copy::From(b) => crate::ib::mr::read_dma_addr(addr, &mut b[done..done + k])?,
+            }
+            done += k;
+        }
+        Ok(())
+    }
 }
 
 /// A memory region.
@@ -185,11 +232,24 @@ pub fn alloc_mr(pd: &Pd<Rrxe>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<
     pages.clear();
     // INVARIANT: Empty, with capacity `max`.
     let fast = KBox::pin_init(
-        new_spinlock!(FastPages { pages, max: max_num_sg, page_shift: PAGE_SHIFT as u32, iova: 0, length: 0 }),
+        new_spinlock!(FastPages {
+            pages,
+            max: max_num_sg,
+            page_shift: PAGE_SHIFT as u32,
+            iova: 0,
+            length: 0,
+            key: 0,
+            access: 0,
+            valid: false,
+        }),
         GFP_KERNEL,
     )?;
     let range = Range::new(0, 0).ok_or(EINVAL)?;
-    insert_mr(pd, 0, range, Arc::new(MrMem::Fast(fast), GFP_KERNEL)?)
+    let (mr, key) = insert_mr(pd, 0, range, Arc::new(MrMem::Fast(fast), GFP_KERNEL)?)?;
+    if let MrMem::Fast(f) = &*mr.mem {
+        f.lock().key = key;
+    }
+    Ok((mr, key))
 }
 
 fn fast_pages(mr: &Mr<Rrxe>) -> Result<&Pin<KBox<SpinLock<FastPages>>>> {
@@ -361,6 +421,10 @@ pub type NeedAccess = u32;
 impl RrxeMr {
     /// Copies `src` into the region at `iova`.
     pub fn write(&self, iova: u64, src: &[u8]) -> Result {
+        // A fast-registration MR's range is its current mapping's.
+        if let MrMem::Fast(f) = &*self.mem {
+            return f.lock().copy(iova, Copy::Into(src));
+        }
         let off = self.range.offset_of(iova, src.len() as u64).ok_or(EFAULT)?;
         match &*self.mem {
             MrMem::User { pages, first_offset, .. } => {
@@ -387,14 +451,15 @@ impl RrxeMr {
             // verbs define it.
             // SAFETY: A DMA MR's addresses are its consumer's DMA addresses.
             MrMem::Dma => unsafe { crate::ib::mr::write_dma_addr(iova, src) },
-            // Fast-registration MRs become usable through REG_MR work
-            // requests, which the reliable transport brings.
-            MrMem::Fast(_) => Err(EOPNOTSUPP),
+            MrMem::Fast(_) => Err(EFAULT),
         }
     }
 
     /// Copies from the region at `iova` into `dst`.
     pub fn read(&self, iova: u64, dst: &mut [u8]) -> Result {
+        if let MrMem::Fast(f) = &*self.mem {
+            return f.lock().copy(iova, Copy::From(dst));
+        }
         let len = dst.len();
         let off = self.range.offset_of(iova, len as u64).ok_or(EFAULT)?;
         match &*self.mem {
@@ -413,7 +478,7 @@ impl RrxeMr {
                 Ok(())
             }
             MrMem::Dma => crate::ib::mr::read_dma_addr(iova, dst),
-            MrMem::Fast(_) => Err(EOPNOTSUPP),
+            MrMem::Fast(_) => Err(EFAULT),
         }
     }
 }
@@ -436,12 +501,24 @@ pub fn lookup_mr(
         _ => return Err(EINVAL),
     }
     let mr = dev.mr_pool().get(keys::key_index(key)).ok_or(EINVAL)?;
-    if mr.key != key || mr.pd != pd {
+    if mr.pd != pd {
         return Err(EINVAL);
     }
-    // A fast-registration MR is valid only after a registration work
-    // request, which the transport does not carry yet.
-    if matches!(&*mr.mem, MrMem::Fast(_)) {
+    // A fast-registration MR answers to the key, rights and range its last
+    // registration work request gave it, while that registration is valid.
+    if let MrMem::Fast(f) = &*mr.mem {
+        let g = f.lock();
+        if !g.valid || g.key != key {
+            return Err(EINVAL);
+        }
+        if g.access & need != need {
+            return Err(EACCES);
+        }
+        g.locate(iova, len).ok_or(EFAULT)?;
+        drop(g);
+        return Ok(mr);
+    }
+    if mr.key != key {
         return Err(EINVAL);
     }
     if mr.access & need != need {
@@ -600,11 +677,53 @@ pub fn bind_mw(
     Ok(())
 }
 
+/// A fast registration (`IB_WR_REG_MR` from a kernel QP of PD `pd`): the
+/// fast-registration MR with `mr_key`'s index takes `key` (same index) and
+/// `access` over the pages last mapped into it, and becomes valid.
+pub fn reg_fast(
+    dev: &crate::rrxe::device::RrxeDev,
+    pd: usize,
+    mr_key: u32,
+    key: u32,
+    access: u32,
+) -> core::result::Result<(), LocalOpError> {
+    if keys::key_kind(mr_key) != Some(keys::KeyKind::Mr) || keys::key_index(key) != keys::key_index(mr_key) {
+        return Err(LocalOpError::BadKey);
+    }
+    let mr = dev.mr_pool().get(keys::key_index(mr_key)).ok_or(LocalOpError::BadKey)?;
+    let MrMem::Fast(f) = &*mr.mem else { return Err(LocalOpError::BadKey) };
+    if mr.pd != pd {
+        return Err(LocalOpError::BadKey);
+    }
+    access::check_mr_access(access).map_err(|_| LocalOpError::Refused)?;
+    let mut g = f.lock();
+    if g.pages.is_empty() || g.length == 0 {
+        return Err(LocalOpError::Refused);
+    }
+    g.key = key;
+    g.access = access;
+    g.valid = true;
+    Ok(())
+}
+
 /// Invalidates `rkey` for PD `pd` (LOCAL_INV, or a SEND with invalidate
-/// arriving): a bound type 2 window of that PD returns to free and answers
-/// nothing more. Type 1 windows and regions cannot be invalidated this way
-/// (rrxe has no fast-registration path yet).
+/// arriving): a bound type 2 window of that PD returns to free, a
+/// registered fast-registration MR to free, and neither answers any more.
+/// Type 1 windows and other regions cannot be invalidated.
 pub fn invalidate(dev: &crate::rrxe::device::RrxeDev, rkey: u32, pd: usize) -> core::result::Result<(), LocalOpError> {
+    if keys::key_kind(rkey) == Some(keys::KeyKind::Mr) {
+        let mr = dev.mr_pool().get(keys::key_index(rkey)).ok_or(LocalOpError::BadKey)?;
+        let MrMem::Fast(f) = &*mr.mem else { return Err(LocalOpError::BadKey) };
+        if mr.pd != pd || mr.bound_mws.load(Ordering::Acquire) != 0 {
+            return Err(LocalOpError::BadKey);
+        }
+        let mut g = f.lock();
+        if !g.valid || g.key != rkey {
+            return Err(LocalOpError::BadKey);
+        }
+        g.valid = false;
+        return Ok(());
+    }
     if keys::key_kind(rkey) != Some(keys::KeyKind::Mw) {
         return Err(LocalOpError::BadKey);
     }

@@ -101,6 +101,13 @@ pub struct QpShared {
     /// The reliable transport's state (RC QPs). Taken before `inner`.
     #[pin]
     pub rc: Mutex<RcState>,
+    /// The RC requester's buffer for packets to a QP of this device (it
+    /// grows once to the largest segment, then is reused).
+    #[pin]
+    pub req_buf: Mutex<KVVec<u8>>,
+    /// The same for the RC responder's read responses.
+    #[pin]
+    pub reply_buf: Mutex<KVVec<u8>>,
     /// A kernel QP (rings in kernel memory, posted through the verbs).
     pub kernel: bool,
     /// The core's handle for the QP, carried by kernel completions.
@@ -335,6 +342,8 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
                 send_lock <- new_mutex!(()),
                 uc_rx <- new_mutex!(UcRx::default()),
                 rc <- new_mutex!(rc_state),
+                req_buf <- new_mutex!(KVVec::new()),
+                reply_buf <- new_mutex!(KVVec::new()),
                 kernel,
                 handle: init.handle,
                 dev: device as *const Device<Rrxe>,
@@ -381,6 +390,8 @@ pub fn post_send_kernel(q: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
         wqe::WrDetail::Ud { remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey, pkey_index: u.pkey_index, ah_num: 0 }
     } else if let Some((remote_addr, rkey)) = wr.rdma() {
         wqe::WrDetail::Rdma { remote_addr, rkey }
+    } else if let Some((mr_key, key, access)) = wr.reg() {
+        wqe::WrDetail::Reg { mr_key, key, access }
     } else {
         wqe::WrDetail::None
     };

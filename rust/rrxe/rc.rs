@@ -77,6 +77,9 @@ struct Flight {
     npkts: u32,
     /// Message length.
     len: u64,
+    /// Bytes per packet: the path MTU, or [`LOCAL_SEG`] when the peer is a
+    /// QP of this device.
+    seg: u32,
     state: FState,
     /// Counted in `rd_atomic`.
     counted: bool,
@@ -103,7 +106,7 @@ impl Flight {
 
     /// Runs in place, sending nothing.
     fn local(&self) -> bool {
-        matches!(self.w.opcode, Opcode::LocalInv | Opcode::BindMw)
+        matches!(self.w.opcode, Opcode::LocalInv | Opcode::BindMw | Opcode::RegMr)
     }
 
     fn finish(&mut self, st: u32) {
@@ -320,6 +323,11 @@ impl RcState {
     }
 }
 
+/// The segment size between QPs of one device: packets that never reach a
+/// wire carry up to 64 KiB each (a lever DESIGN.md names: fewer, larger
+/// steps for the same message; PSNs count these segments).
+pub const LOCAL_SEG: usize = 64 * 1024;
+
 fn mtu_bytes(raw: u32) -> usize {
     IbMtu::from_raw(raw).map_or(256, |m| m.bytes() as usize)
 }
@@ -424,6 +432,20 @@ pub struct RcPkt<'a> {
     pub sgid: [u8; 16],
     /// Destination GID.
     pub dgid: [u8; 16],
+    /// Delivered in place from a QP of this device (segments of up to
+    /// [`LOCAL_SEG`] bytes instead of the path MTU).
+    pub local: bool,
+}
+
+impl RcPkt<'_> {
+    /// The payload bytes every packet but a message's last carries.
+    fn seg(&self, a: &QpAttrs) -> usize {
+        if self.local {
+            LOCAL_SEG
+        } else {
+            mtu_bytes(a.path_mtu)
+        }
+    }
 }
 
 /// What to send, built under the locks and sent after.
@@ -503,6 +525,7 @@ impl Tx {
             payload,
             sgid: a.av.sgid,
             dgid: a.av.dgid,
+            local: true,
         }
     }
 }
@@ -532,7 +555,7 @@ fn fill(d: &RrxeDev, s: &QpShared, slot: &[u8], src: Src, out: &mut [u8]) -> Res
 /// Sends a packet to the QP's peer: delivered in place when the peer's GID
 /// is this device's, otherwise on the wire. `Err` if its payload could not
 /// be gathered (nothing was sent).
-fn emit(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, tx: &Tx, slot: &[u8], buf: &mut KVec<u8>) -> Result {
+fn emit(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, tx: &Tx, slot: &[u8], buf: &mut KVVec<u8>) -> Result {
     let d = dev.data();
     if dev.has_gid(1, &a.av.dgid) {
         if buf.len() < tx.len {
@@ -597,7 +620,7 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     let _serial = s.send_lock.lock();
     tick(dev, s);
     let mut slot = KVec::new();
-    let mut buf = KVec::new();
+    let mut buf = s.req_buf.lock();
     {
         let rc = s.rc.lock();
         slot.resize(rc.elem, 0u8, GFP_KERNEL)?;
@@ -606,7 +629,7 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         let (step, a) = {
             let mut rc = s.rc.lock();
             let mut g = s.inner.lock();
-            let step = prepare(dev.data(), s, &mut rc, &mut g, &mut slot);
+            let step = prepare(dev, s, &mut rc, &mut g, &mut slot);
             (step, g.attrs)
         };
         match step {
@@ -636,7 +659,8 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
 }
 
 /// Picks the next packet (or local operation) under the QP's locks.
-fn prepare(d: &RrxeDev, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &mut [u8]) -> Step {
+fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &mut [u8]) -> Step {
+    let d = dev.data();
     let a = g.attrs;
     if a.state != QpState::Rts || rc.rnr_until.is_some() {
         return Step::Idle;
@@ -650,7 +674,7 @@ fn prepare(d: &RrxeDev, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &
             return Step::Idle;
         }
         rc.shadow[i * rc.elem..(i + 1) * rc.elem].copy_from_slice(slot);
-        let mtu = mtu_bytes(a.path_mtu) as u32;
+        let seg = if dev.has_gid(1, &a.av.dgid) { LOCAL_SEG } else { mtu_bytes(a.path_mtu) } as u32;
         let f = match take_send(s, slot, wqe::Transport::Rc) {
             Ok((w, wc)) => {
                 let len = match w.payload {
@@ -659,8 +683,8 @@ fn prepare(d: &RrxeDev, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &
                 };
                 let npkts = match w.opcode {
                     Opcode::Send | Opcode::SendImm | Opcode::SendInv | Opcode::RdmaWrite | Opcode::RdmaWriteImm
-                    | Opcode::RdmaRead => packets(len, mtu) as u32,
-                    Opcode::LocalInv | Opcode::BindMw => 0,
+                    | Opcode::RdmaRead => packets(len, seg) as u32,
+                    Opcode::LocalInv | Opcode::BindMw | Opcode::RegMr => 0,
                     _ => 1,
                 };
                 let mut f = Flight {
@@ -668,6 +692,7 @@ fn prepare(d: &RrxeDev, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &
                     first_psn: rc.psn,
                     npkts,
                     len,
+                    seg,
                     state: FState::Pending,
                     counted: false,
                     got: 0,
@@ -691,6 +716,7 @@ fn prepare(d: &RrxeDev, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &
                 first_psn: rc.psn,
                 npkts: 0,
                 len: 0,
+                seg,
                 state: FState::Done,
                 counted: false,
                 got: 0,
@@ -740,7 +766,7 @@ fn prepare(d: &RrxeDev, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &
             }
         }
     }
-    let mtu = mtu_bytes(a.path_mtu) as u64;
+    let mtu = u64::from(f.seg.max(1));
     let mut bth = Bth { pkey: 0xffff, dqpn: a.dest_qp_num, ..Default::default() };
     let mut tx = Tx { bth, reth: None, atm: None, aeth: None, atmack: None, imm: None, ieth: None, feth: None, len: 0, src: Src::None };
     let mut done_sending = true;
@@ -844,6 +870,10 @@ fn local_op(d: &RrxeDev, s: &QpShared, w: &SendWqe) -> u32 {
                 Err(_) => status::MW_BIND_ERR,
             }
         }
+        WrDetail::Reg { mr_key, key, access } => match mr::reg_fast(d, s.pd, mr_key, key, access) {
+            Ok(()) => status::SUCCESS,
+            Err(_) => status::MW_BIND_ERR,
+        },
         WrDetail::Inv { rkey } => match mr::invalidate(d, rkey, s.pd) {
             Ok(()) => status::SUCCESS,
             Err(_) => status::LOC_QP_OP_ERR,
@@ -921,7 +951,6 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             return;
         }
         let cons = g.sq.consumer();
-        let mtu = mtu_bytes(a.path_mtu) as u64;
         let syn = p.aeth.map(|x| Syndrome::parse(x.syndrome)).unwrap_or(Some(Syndrome::Ack));
         let Some(syn) = syn else { return };
         // Any acknowledgement at or past the oldest outstanding PSN is
@@ -1029,7 +1058,7 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                 if let (Some((_, i)), Some(pos)) = (target, rc::read_resp_pos(o)) {
                     if let Some(mut f) = rc.flights[i] {
                         if f.state == FState::Sent {
-                            let st = read_response(d, s, &rc, i, &mut f, p, pos, mtu);
+                            let st = read_response(d, s, &rc, i, &mut f, p, pos);
                             if let Some(st) = st {
                                 f.finish(st);
                                 f.wc.byte_len = f.len as u32;
@@ -1074,8 +1103,8 @@ fn read_response(
     f: &mut Flight,
     p: &RcPkt<'_>,
     pos: Pos,
-    mtu: u64,
 ) -> Option<u32> {
+    let mtu = u64::from(f.seg.max(1));
     match f.w.opcode {
         Opcode::AtomicWrite | Opcode::Flush => {
             return (pos == Pos::Only && p.psn == f.first_psn && p.payload.is_empty()).then_some(status::SUCCESS);
@@ -1143,8 +1172,9 @@ enum Reply {
     Atomic { psn: u32, orig: u64, msn: u32 },
     /// An empty read response (ATOMIC WRITE, FLUSH).
     Empty { psn: u32, msn: u32 },
-    /// Read response packets from `psn` on: `len` bytes at `va`.
-    Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32 },
+    /// Read response packets from `psn` on: `len` bytes at `va`, `seg`
+    /// bytes per packet.
+    Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32, seg: usize },
 }
 
 /// Takes a request packet for QP `s`.
@@ -1175,7 +1205,7 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             }
             PsnCheck::Duplicate => {
                 d.count(Counter::DupReq, 1);
-                duplicate(&rc, p, req)
+                duplicate(&rc, &a, p, req)
             }
             PsnCheck::Expected => {
                 rc.nak_sent = false;
@@ -1219,7 +1249,7 @@ fn add_res(rc: &mut RcState, r: Res) {
 
 /// A request behind the expected PSN: SENDs and WRITEs are ACKed again,
 /// reads and atomics replayed from their resource; anything else dropped.
-fn duplicate(rc: &RcState, p: &RcPkt<'_>, req: Req) -> Reply {
+fn duplicate(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
     let msn = rc.msn;
     match req {
         Req::Send { .. } | Req::Write { .. } => {
@@ -1237,7 +1267,7 @@ fn duplicate(rc: &RcState, p: &RcPkt<'_>, req: Req) -> Reply {
                         && reth.va >= va
                         && matches!((end, req_end), (Some(e), Some(re)) if re <= e)
                     {
-                        return Reply::Read { psn: p.psn, va: reth.va, rkey, len: reth.len, msn };
+                        return Reply::Read { psn: p.psn, va: reth.va, rkey, len: reth.len, msn, seg: p.seg(a) };
                     }
                 }
             }
@@ -1286,7 +1316,7 @@ fn execute(
     req: Req,
     pos: Pos,
 ) -> core::result::Result<Reply, Fail> {
-    let mtu = mtu_bytes(a.path_mtu);
+    let mtu = p.seg(a);
     let qp_access = a.qp_access_flags;
     let ack = |rc: &RcState| {
         if p.ack_req {
@@ -1449,7 +1479,7 @@ fn execute(
             );
             rc.epsn = psn_add(p.psn, n);
             rc.msn = psn_add(rc.msn, 1);
-            Ok(Reply::Read { psn: p.psn, va: reth.va, rkey: reth.rkey, len: reth.len, msn: rc.msn })
+            Ok(Reply::Read { psn: p.psn, va: reth.va, rkey: reth.rkey, len: reth.len, msn: rc.msn, seg: mtu })
         }
         Req::CmpSwap | Req::FetchAdd => {
             if rc.msg.is_some() || qp_access & access::REMOTE_ATOMIC == 0 {
@@ -1527,7 +1557,7 @@ fn execute(
 fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
     let base = |opcode: u8, psn: u32| Bth { opcode, pkey: 0xffff, dqpn: a.dest_qp_num, psn, ..Default::default() };
     let none = |bth: Bth| Tx { bth, reth: None, atm: None, aeth: None, atmack: None, imm: None, ieth: None, feth: None, len: 0, src: Src::None };
-    let mut buf = KVec::new();
+    let mut buf = s.reply_buf.lock();
     match r {
         Reply::None => {}
         Reply::Ack { psn, syn, msn } => {
@@ -1546,8 +1576,8 @@ fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
             tx.aeth = Some(Aeth { syndrome: Syndrome::Ack.byte(), msn });
             let _ = emit(dev, s, a, &tx, &[], &mut buf);
         }
-        Reply::Read { psn, va, rkey, len, msn } => {
-            let mtu = mtu_bytes(a.path_mtu) as u64;
+        Reply::Read { psn, va, rkey, len, msn, seg } => {
+            let mtu = seg as u64;
             let n = packets(u64::from(len), mtu as u32) as u32;
             let mut off = 0u64;
             for j in 0..n {
@@ -1601,6 +1631,7 @@ pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
         payload: p.payload,
         sgid: p.ip.sgid,
         dgid: p.ip.dgid,
+        local: false,
     };
     if rc::is_response(pkt.opcode) {
         completer(dev, &qp, &pkt);

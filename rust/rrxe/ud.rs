@@ -118,6 +118,8 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
 pub(crate) fn take_send(s: &QpShared, slot: &[u8], t: Transport) -> Result<(wqe::SendWqe, Wc), Wc> {
     let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
     match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
+        // Fast registration is for kernel consumers only.
+        Ok(w) if w.opcode == wqe::Opcode::RegMr && !s.kernel => Err(Wc { status: status::LOC_QP_OP_ERR, ..wc }),
         Ok(w) => {
             wc.opcode = w.opcode.wc_opcode();
             Ok((w, wc))

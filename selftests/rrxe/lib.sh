@@ -125,3 +125,66 @@ pingpong_ns() {
 	wait $srv || { cat $log; rm -f $log; return 1; }
 	rm -f $log
 }
+
+# Server/client pairs. A test sets PAIR_DIR to a fresh directory (with an
+# empty "pids" file) before using them.
+
+# stop_servers: stops the servers `pair` started that still run (each under
+# `timeout`, by its own pid).
+stop_servers() {
+	local p
+	while read -r p; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = timeout ] && kill "$p" 2>/dev/null
+	done <"$PAIR_DIR/pids"
+	return 0
+}
+
+# listening HOW NS: a server listens: tcp:PORT (a TCP socket in namespace NS,
+# "" for this one) or cm:PORT (an rdma_cm ID listening on PORT, any device).
+listening() {
+	local pre=()
+	[ -n "$2" ] && pre=(ip netns exec "$2")
+	case $1 in
+	tcp:*) "${pre[@]}" ss -Htln "sport = :${1#tcp:}" 2>/dev/null | grep -q . ;;
+	cm:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:${1#cm:} " ;;
+	*) return 1 ;;
+	esac
+}
+
+# pair HOW SRV_NS CLI_NS SERVER... -- CLIENT...: starts SERVER in SRV_NS
+# (at most 120 s), waits up to 20 s for it to listen (HOW as in listening;
+# after that the client tries anyway), runs CLIENT in CLI_NS (at most 100 s).
+# Both must exit 0. Their output stays in $PAIR_DIR/server and $PAIR_DIR/client.
+pair() {
+	local how=$1 ns_s=$2 ns_c=$3; shift 3
+	local srv=() ps=() pc=() pid rc i
+	while [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	[ -n "$ns_s" ] && ps=(ip netns exec "$ns_s")
+	[ -n "$ns_c" ] && pc=(ip netns exec "$ns_c")
+	"${ps[@]}" timeout 120 "${srv[@]}" >"$PAIR_DIR/server" 2>&1 </dev/null &
+	pid=$!
+	echo "$pid" >>"$PAIR_DIR/pids"
+	for ((i = 0; i < 200; i++)); do
+		listening "$how" "$ns_s" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! "${pc[@]}" timeout 100 "$@" >"$PAIR_DIR/client" 2>&1 </dev/null; then
+		echo "client failed: $*"
+		tail -n 40 "$PAIR_DIR/client"
+		kill "$pid" 2>/dev/null
+		wait "$pid"
+		echo "server: ${srv[*]}"
+		tail -n 40 "$PAIR_DIR/server"
+		return 1
+	fi
+	wait "$pid"
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "server exited $rc: ${srv[*]}"
+		tail -n 40 "$PAIR_DIR/server"
+		return 1
+	fi
+}
+

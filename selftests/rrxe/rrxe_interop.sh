@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Wire interop with the in-kernel rdma_rxe: rrxe in one namespace, rdma_rxe
-# in another, over a veth pair. Stock ibv_ud_pingpong and ibv_uc_pingpong
-# (-c, every buffer validated) in both directions, over IPv4 and IPv6.
+# in another, over a veth pair. Stock ibv_ud_pingpong, ibv_uc_pingpong and
+# ibv_rc_pingpong (-c, every buffer validated) in both directions, over IPv4
+# and IPv6; RC RDMA READs and atomics (perftest) in both directions; rping
+# with validation through rdma_cm in both directions.
 #
 # rdma_rxe takes every RXE-driver device it finds on a netdev for its own
 # when that netdev has an event (see Documentation/admin-guide.rst), so the
@@ -13,9 +15,11 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 18
 
 A=rrxtia B=rrxtib
+PAIR_DIR=$(mktemp -d)
+: >"$PAIR_DIR/pids"
 cleanup_net
 lsmod | grep -q '^rdma_rxe ' || modprobe rdma_rxe || ktap_exit_fail_msg "modprobe rdma_rxe failed"
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -37,10 +41,50 @@ check "UC, rdma_rxe client to rrxe server, IPv4, 10000 bytes over a 1 KiB MTU" \
 	pingpong_ns ibv_uc_pingpong $A rrxtrr $B rrxtrxe 10.78.0.1 ffff:10.78.0 -s 10000 -m 1024 -n 100
 check "UC, rdma_rxe client to rrxe server, IPv6, 3000 bytes over a 256-byte MTU" \
 	pingpong_ns ibv_uc_pingpong $A rrxtrr $B rrxtrxe 10.78.0.1 fd78: -s 3000 -m 256 -n 50
+check "RC, rrxe client to rdma_rxe server, IPv4, 10000 bytes over a 1 KiB MTU" \
+	pingpong_ns ibv_rc_pingpong $B rrxtrxe $A rrxtrr 10.78.0.2 ffff:10.78.0 -s 10000 -m 1024 -n 100
+check "RC, rdma_rxe client to rrxe server, IPv4, 10000 bytes over a 1 KiB MTU" \
+	pingpong_ns ibv_rc_pingpong $A rrxtrr $B rrxtrxe 10.78.0.1 ffff:10.78.0 -s 10000 -m 1024 -n 100
+check "RC, rrxe client to rdma_rxe server, IPv6, 3000 bytes over a 256-byte MTU" \
+	pingpong_ns ibv_rc_pingpong $B rrxtrxe $A rrxtrr 10.78.0.2 fd78: -s 3000 -m 256 -n 50
+
+ga=$(gid_index rrxtrr ffff:10.78.0.1)
+gb=$(gid_index rrxtrxe ffff:10.78.0.2)
+# perf_ab TOOL PORT ARGS...: perftest server on rdma_rxe in B, client on
+# rrxe in A; perf_ba the other way round.
+perf_ab() {
+	local tool=$1 port=$2; shift 2
+	pair "tcp:$port" $B $A "$tool" -d rrxtrxe -x "$gb" -F -p "$port" "$@" -- \
+		"$tool" -d rrxtrr -x "$ga" -F -p "$port" "$@" 10.78.0.2
+}
+perf_ba() {
+	local tool=$1 port=$2; shift 2
+	pair "tcp:$port" $A $B "$tool" -d rrxtrr -x "$ga" -F -p "$port" "$@" -- \
+		"$tool" -d rrxtrxe -x "$gb" -F -p "$port" "$@" 10.78.0.1
+}
+check "RC READs, rrxe reading from rdma_rxe: ib_read_bw, 100 x 64 KiB" perf_ab ib_read_bw 18701 -s 65536 -n 100
+check "RC READs, rdma_rxe reading from rrxe: ib_read_bw, 100 x 64 KiB" perf_ba ib_read_bw 18702 -s 65536 -n 100
+check "RC atomics, rrxe to rdma_rxe: ib_atomic_bw, 100 fetch_adds" perf_ab ib_atomic_bw 18703 -n 100
+check "RC atomics, rdma_rxe to rrxe: ib_atomic_bw -A CMP_AND_SWAP, 100" perf_ba ib_atomic_bw 18704 -A CMP_AND_SWAP -n 100
+write_send_ab() { perf_ab ib_write_bw 18705 -s 65536 -n 100 && perf_ab ib_send_bw 18706 -s 65536 -n 100; }
+check "RC WRITEs and SENDs, rrxe to rdma_rxe: ib_write_bw then ib_send_bw, 100 x 64 KiB" write_send_ab
+# rping_x SRV_NS SRV_DEV_ADDR CLI_NS: rping through rdma_cm, 200 validated
+# pings counted by the client.
+rping_x() {
+	local n
+	pair cm:7175 "$1" "$3" rping -s -a "$2" -C 200 -S 1000 -V -- rping -c -a "$2" -C 200 -S 1000 -V -v || return 1
+	n=$(grep -c '^ping data: ' "$PAIR_DIR/client")
+	[ "$n" -eq 200 ] || { echo "the client pinged $n times, not 200"; return 1; }
+}
+check "rping -V, rrxe client to rdma_rxe server (rdma_cm), 200 pings" rping_x $B 10.78.0.2 $A
+check "rping -V, rdma_rxe client to rrxe server (rdma_cm), 200 pings" rping_x $A 10.78.0.1 $B
+stop_servers
+
 check "the rrxe device deletes first, then rdma_rxe's" \
 	bash -c "rdma link delete rrxtrr && rdma link delete rrxtrxe &&
 		! test -e /sys/class/infiniband/rrxtrr && ! test -e /sys/class/infiniband/rrxtrxe"
 check "rdma_rxe unloads with no rrxe device left" modprobe -r rdma_rxe
 
+rm -rf "$PAIR_DIR"
 cleanup_net
 ktap_finished

@@ -19,17 +19,8 @@ ktap_set_plan 28
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
+PAIR_DIR=$work
 : >"$work/pids"
-
-# Servers that are still running (each recorded in $work/pids, all under
-# `timeout`) are stopped by their own pid.
-stop_servers() {
-	local p
-	while read -r p; do
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = timeout ] && kill "$p" 2>/dev/null
-	done <"$work/pids"
-	return 0
-}
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -51,55 +42,6 @@ check "RC error: both QPs in ERR, later WQEs and the receives flushed with WR_FL
 check "RC remote access violations (foreign PD, wrong key, past the MR, u64 wrap, access rights, misaligned atomic, invalidated and foreign windows) fail, target unchanged" \
 	t security
 check "RC memory windows: type 1 bind, bounds, unbind, dealloc; zero-based type 2; SEND_WITH_INV; failing binds" t mw
-
-# listening HOW NS: a server listens: tcp:PORT (a TCP socket in namespace NS,
-# "" for this one) or cm:PORT (an rdma_cm ID listening on PORT, any device).
-listening() {
-	local pre=()
-	[ -n "$2" ] && pre=(ip netns exec "$2")
-	case $1 in
-	tcp:*) "${pre[@]}" ss -Htln "sport = :${1#tcp:}" 2>/dev/null | grep -q . ;;
-	cm:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:${1#cm:} " ;;
-	*) return 1 ;;
-	esac
-}
-
-# pair HOW SRV_NS CLI_NS SERVER... -- CLIENT...: starts SERVER in SRV_NS
-# (at most 120 s), waits up to 20 s for it to listen (HOW as in listening;
-# after that the client tries anyway), runs CLIENT in CLI_NS (at most 100 s).
-# Both must exit 0. Their output stays in $work/server and $work/client.
-pair() {
-	local how=$1 ns_s=$2 ns_c=$3; shift 3
-	local srv=() ps=() pc=() pid rc i
-	while [ "$1" != -- ]; do srv+=("$1"); shift; done
-	shift
-	[ -n "$ns_s" ] && ps=(ip netns exec "$ns_s")
-	[ -n "$ns_c" ] && pc=(ip netns exec "$ns_c")
-	"${ps[@]}" timeout 120 "${srv[@]}" >"$work/server" 2>&1 </dev/null &
-	pid=$!
-	echo "$pid" >>"$work/pids"
-	for ((i = 0; i < 200; i++)); do
-		listening "$how" "$ns_s" && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if ! "${pc[@]}" timeout 100 "$@" >"$work/client" 2>&1 </dev/null; then
-		echo "client failed: $*"
-		tail -n 40 "$work/client"
-		kill "$pid" 2>/dev/null
-		wait "$pid"
-		echo "server: ${srv[*]}"
-		tail -n 40 "$work/server"
-		return 1
-	fi
-	wait "$pid"
-	rc=$?
-	if [ "$rc" -ne 0 ]; then
-		echo "server exited $rc: ${srv[*]}"
-		tail -n 40 "$work/server"
-		return 1
-	fi
-}
 
 # pp TOOL PORT ARGS...: a stock ibv_*_pingpong validating its buffers (-c),
 # server and client on rrxer0 with its IPv4 GID, over TCP to 127.0.0.1.

@@ -3,7 +3,8 @@
  * rrxe_kverbs_test: kernel verbs against the RXE-driver device bound to
  * netdev=NAME, as a kernel ULP uses them: PDs (whose local_dma_lkey and
  * unsafe global rkey come from get_dma_mr), kernel CQs, fast-registration
- * MRs from ib_alloc_mr, and ib_map_mr_sg over a scatterlist. Loading succeeds only
+ * MRs from ib_alloc_mr, ib_map_mr_sg over a scatterlist, kernel UD traffic,
+ * and kernel RC traffic with fast registration. Loading succeeds only
  * if every check passes; each check logs one "rrxe_kverbs_test: ok" line,
  * a failure logs what went wrong and the load fails with -EINVAL.
  */
@@ -433,6 +434,259 @@ out_free:
 	return ret;
 }
 
+/* An RC QP of `pd` on `cq`, in INIT with remote read and write allowed. */
+static struct ib_qp *rc_qp(struct ib_pd *pd, struct ib_cq *cq)
+{
+	struct ib_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IB_QPT_RC, .sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2 },
+	};
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ,
+	};
+	struct ib_qp *qp = ib_create_qp(pd, &ia);
+	int r;
+
+	if (IS_ERR(qp))
+		return qp;
+	r = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (r) {
+		ib_destroy_qp(qp);
+		return ERR_PTR(r);
+	}
+	return qp;
+}
+
+/* Takes RC QP `qp` to RTS, connected to `peer` through GID 0 of port 1. */
+static int rc_connect(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_RTR, .path_mtu = IB_MTU_1024, .dest_qp_num = peer->qp_num,
+		.rq_psn = 100, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
+	};
+	int r;
+
+	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.ah_flags = IB_AH_GRH;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = 0;
+	a.ah_attr.grh.hop_limit = 64;
+	r = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			 IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (r)
+		return r;
+	a.qp_state = IB_QPS_RTS;
+	a.sq_psn = 100;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			    IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Posts one signaled WR on `qp` and expects one completion with `status`. */
+static int rc_post_one(struct ib_qp *qp, struct ib_cq *cq, struct ib_send_wr *wr,
+		       enum ib_wc_status status, enum ib_wc_opcode op, const char *what)
+{
+	const struct ib_send_wr *bad;
+	struct ib_wc wc;
+	int r;
+
+	wr->send_flags |= IB_SEND_SIGNALED;
+	r = ib_post_send(qp, wr, &bad);
+	CHECK(!r, "%s: ib_post_send: %d\n", what, r);
+	CHECK(!poll_one(cq, &wc), "%s: no completion\n", what);
+	CHECK(wc.status == status && wc.wr_id == wr->wr_id && wc.qp == qp &&
+	      (status != IB_WC_SUCCESS || wc.opcode == op),
+	      "%s: status %d (want %d) opcode %d (want %d) wr_id %llu\n", what, wc.status, status,
+	      wc.opcode, op, wc.wr_id);
+	return 0;
+}
+
+/*
+ * Kernel RC traffic as a storage ULP does it: two kernel RC QPs of one
+ * device; a SEND into a posted receive; a fast-registration MR over a
+ * 3-page scatterlist, registered by an IB_WR_REG_MR with a new key, then
+ * RDMA WRITE into it and RDMA READ back through that key from the other
+ * QP; LOCAL_INV of the key, after which a WRITE fails with
+ * IB_WC_REM_ACCESS_ERR and leaves the memory unchanged.
+ */
+static int check_rc_traffic(struct ib_device *dev, struct ib_pd *pd)
+{
+	struct ib_qp *a = NULL, *b = NULL;
+	struct scatterlist sg[3];
+	struct ib_mr *mr = NULL;
+	struct ib_cq *cq;
+	union ib_gid gid;
+	u8 *src = NULL, *dst = NULL, *back = NULL, *pages[3] = {};
+	u64 sdma = 0, ddma = 0, bdma = 0;
+	int ret = -EINVAL, i, n = 0, mapped = 0;
+
+	cq = ib_alloc_cq(dev, NULL, 64, 0, IB_POLL_DIRECT);
+	src = kmalloc(3 * PAGE_SIZE, GFP_KERNEL);
+	dst = kzalloc(8192, GFP_KERNEL);
+	back = kzalloc(3 * PAGE_SIZE, GFP_KERNEL);
+	for (i = 0; i < 3; i++)
+		pages[i] = (u8 *)__get_free_page(GFP_KERNEL | __GFP_ZERO);
+	if (IS_ERR(cq) || !src || !dst || !back || !pages[0] || !pages[1] || !pages[2]) {
+		pr_err("rrxe_kverbs_test: FAIL kernel RC: buffers or CQ\n");
+		goto out_free;
+	}
+	for (i = 0; i < 3 * PAGE_SIZE; i++)
+		src[i] = (u8)(i * 13 + 1);
+	sdma = ib_dma_map_single(dev, src, 3 * PAGE_SIZE, DMA_TO_DEVICE);
+	ddma = ib_dma_map_single(dev, dst, 8192, DMA_FROM_DEVICE);
+	bdma = ib_dma_map_single(dev, back, 3 * PAGE_SIZE, DMA_FROM_DEVICE);
+	ret = rdma_query_gid(dev, 1, 0, &gid);
+	if (ret) {
+		pr_err("rrxe_kverbs_test: FAIL kernel RC: rdma_query_gid: %d\n", ret);
+		goto out;
+	}
+	ret = -EINVAL;
+	a = rc_qp(pd, cq);
+	b = IS_ERR(a) ? NULL : rc_qp(pd, cq);
+	if (IS_ERR_OR_NULL(a) || IS_ERR_OR_NULL(b)) {
+		pr_err("rrxe_kverbs_test: FAIL kernel RC QPs: %ld %ld\n", PTR_ERR(a), PTR_ERR(b));
+		goto out;
+	}
+	ret = rc_connect(a, b, &gid) ?: rc_connect(b, a, &gid);
+	if (ret) {
+		pr_err("rrxe_kverbs_test: FAIL kernel RC connect: %d\n", ret);
+		goto out;
+	}
+	ret = -EINVAL;
+
+	/* SEND of 5000 bytes over 2 SGEs into one receive buffer. */
+	{
+		struct ib_sge rs = { .addr = ddma, .length = 8192, .lkey = pd->local_dma_lkey };
+		struct ib_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 };
+		struct ib_sge ss[2] = {
+			{ .addr = sdma, .length = 3000, .lkey = pd->local_dma_lkey },
+			{ .addr = sdma + 5000, .length = 2000, .lkey = pd->local_dma_lkey },
+		};
+		struct ib_send_wr sw = { .wr_id = 2, .sg_list = ss, .num_sge = 2, .opcode = IB_WR_SEND };
+		const struct ib_recv_wr *rbad;
+		const struct ib_send_wr *sbad;
+		bool got_send = false, got_recv = false;
+		struct ib_wc wc;
+
+		sw.send_flags = IB_SEND_SIGNALED;
+		if (ib_post_recv(b, &rw, &rbad) || ib_post_send(a, &sw, &sbad)) {
+			pr_err("rrxe_kverbs_test: FAIL kernel RC SEND: post failed\n");
+			goto out;
+		}
+		/* Both completions share the CQ, in either order. */
+		for (i = 0; i < 2; i++) {
+			if (poll_one(cq, &wc) || wc.status != IB_WC_SUCCESS) {
+				pr_err("rrxe_kverbs_test: FAIL kernel RC SEND: completion %d missing or failed\n", i);
+				goto out;
+			}
+			if (wc.qp == a && wc.wr_id == 2 && wc.opcode == IB_WC_SEND)
+				got_send = true;
+			else if (wc.qp == b && wc.wr_id == 1 && wc.opcode == IB_WC_RECV && wc.byte_len == 5000)
+				got_recv = true;
+		}
+		if (!got_send || !got_recv || memcmp(dst, src, 3000) || memcmp(dst + 3000, src + 5000, 2000)) {
+			pr_err("rrxe_kverbs_test: FAIL kernel RC SEND: completions or data wrong\n");
+			goto out;
+		}
+	}
+
+	/* A fast-registration MR over three separate pages, registered by a WR. */
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 4);
+	if (IS_ERR(mr)) {
+		pr_err("rrxe_kverbs_test: FAIL kernel RC: ib_alloc_mr: %ld\n", PTR_ERR(mr));
+		mr = NULL;
+		goto out;
+	}
+	sg_init_table(sg, 3);
+	for (i = 0; i < 3; i++)
+		sg_set_buf(&sg[i], pages[i], PAGE_SIZE);
+	mapped = ib_dma_map_sg(dev, sg, 3, DMA_BIDIRECTIONAL);
+	n = mapped ? ib_map_mr_sg(mr, sg, mapped, NULL, PAGE_SIZE) : 0;
+	if (n != 3) {
+		pr_err("rrxe_kverbs_test: FAIL kernel RC: ib_map_mr_sg mapped %d of 3\n", n);
+		goto out;
+	}
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	{
+		struct ib_reg_wr rw = {
+			.wr = { .wr_id = 3, .opcode = IB_WR_REG_MR }, .mr = mr, .key = mr->rkey,
+			.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ,
+		};
+		struct ib_sge ws = { .addr = sdma + 100, .length = 3 * PAGE_SIZE - 300, .lkey = pd->local_dma_lkey };
+		struct ib_rdma_wr ww = {
+			.wr = { .wr_id = 4, .sg_list = &ws, .num_sge = 1, .opcode = IB_WR_RDMA_WRITE },
+			.remote_addr = mr->iova + 200, .rkey = mr->rkey,
+		};
+		struct ib_sge bs = { .addr = bdma, .length = 3 * PAGE_SIZE - 300, .lkey = pd->local_dma_lkey };
+		struct ib_rdma_wr rr = {
+			.wr = { .wr_id = 5, .sg_list = &bs, .num_sge = 1, .opcode = IB_WR_RDMA_READ },
+			.remote_addr = mr->iova + 200, .rkey = mr->rkey,
+		};
+		struct ib_send_wr inv = { .wr_id = 6, .opcode = IB_WR_LOCAL_INV, .ex.invalidate_rkey = mr->rkey };
+		struct ib_rdma_wr w2 = ww;
+		u8 *whole = kmalloc(3 * PAGE_SIZE, GFP_KERNEL);
+
+		if (!whole)
+			goto out;
+		if (rc_post_one(b, cq, &rw.wr, IB_WC_SUCCESS, IB_WC_REG_MR, "REG_MR") ||
+		    rc_post_one(a, cq, &ww.wr, IB_WC_SUCCESS, IB_WC_RDMA_WRITE, "WRITE through the fast-registered key") ||
+		    rc_post_one(a, cq, &rr.wr, IB_WC_SUCCESS, IB_WC_RDMA_READ, "READ through the fast-registered key")) {
+			kfree(whole);
+			goto out;
+		}
+		for (i = 0; i < 3; i++)
+			memcpy(whole + i * PAGE_SIZE, pages[i], PAGE_SIZE);
+		if (memcmp(whole + 200, src + 100, 3 * PAGE_SIZE - 300) || whole[199] ||
+		    whole[3 * PAGE_SIZE - 100] || memcmp(back, src + 100, 3 * PAGE_SIZE - 300)) {
+			pr_err("rrxe_kverbs_test: FAIL kernel RC: data through the fast-registered MR wrong\n");
+			kfree(whole);
+			goto out;
+		}
+		w2.wr.wr_id = 7;
+		ws.addr = sdma;
+		if (rc_post_one(b, cq, &inv, IB_WC_SUCCESS, IB_WC_LOCAL_INV, "LOCAL_INV") ||
+		    rc_post_one(a, cq, &w2.wr, IB_WC_REM_ACCESS_ERR, IB_WC_RDMA_WRITE, "WRITE after LOCAL_INV")) {
+			kfree(whole);
+			goto out;
+		}
+		for (i = 0; i < 3; i++)
+			if (memcmp(whole + i * PAGE_SIZE, pages[i], PAGE_SIZE)) {
+				pr_err("rrxe_kverbs_test: FAIL kernel RC: a WRITE after LOCAL_INV changed memory\n");
+				kfree(whole);
+				goto out;
+			}
+		kfree(whole);
+	}
+	ret = 0;
+	pr_info("rrxe_kverbs_test: ok kernel RC traffic: SEND over 2 SGEs, REG_MR of a 3-page fast-registration MR with a new key, WRITE and READ through it, LOCAL_INV then REM_ACCESS_ERR with memory unchanged\n");
+out:
+	if (!IS_ERR_OR_NULL(b))
+		ib_destroy_qp(b);
+	if (!IS_ERR_OR_NULL(a))
+		ib_destroy_qp(a);
+	if (mr)
+		ib_dereg_mr(mr);
+	if (mapped)
+		ib_dma_unmap_sg(dev, sg, 3, DMA_BIDIRECTIONAL);
+	ib_dma_unmap_single(dev, sdma, 3 * PAGE_SIZE, DMA_TO_DEVICE);
+	ib_dma_unmap_single(dev, ddma, 8192, DMA_FROM_DEVICE);
+	ib_dma_unmap_single(dev, bdma, 3 * PAGE_SIZE, DMA_FROM_DEVICE);
+out_free:
+	if (!IS_ERR_OR_NULL(cq))
+		ib_free_cq(cq);
+	for (i = 0; i < 3; i++)
+		free_page((unsigned long)pages[i]);
+	kfree(src);
+	kfree(dst);
+	kfree(back);
+	return ret;
+}
+
 static int __init rrxe_kverbs_test_init(void)
 {
 	struct net_device *nd;
@@ -457,7 +711,8 @@ static int __init rrxe_kverbs_test_init(void)
 		if (IS_ERR(pd)) {
 			ret = PTR_ERR(pd);
 		} else {
-			ret = check_alloc_mr(pd) ?: check_map_mr_sg(dev, pd) ?: check_ud_traffic(dev, pd);
+			ret = check_alloc_mr(pd) ?: check_map_mr_sg(dev, pd) ?: check_ud_traffic(dev, pd) ?:
+			      check_rc_traffic(dev, pd);
 			ib_dealloc_pd(pd);
 		}
 	}
