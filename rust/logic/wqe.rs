@@ -635,9 +635,16 @@ mod tests {
 
     #[test]
     fn opcodes_are_checked_first() {
-        for bad in [10, 11, 12, 13, 16, 0x20, u32::MAX] {
+        for bad in [10, 11, 12, 13, 16, 0x21, u32::MAX] {
             assert_eq!(parse_send(&send_slot(bad, 0, &[]), Transport::Rc, 4, 0), Err(WqeError::Opcode));
         }
+        // Fast registration parses on RC (the provider refuses it from user
+        // QPs), nowhere else.
+        assert!(matches!(
+            parse_send(&send_slot(0x20, 0, &[]), Transport::Rc, 4, 0),
+            Ok(SendWqe { opcode: Opcode::RegMr, .. })
+        ));
+        assert_eq!(parse_send(&send_slot(0x20, 0, &[]), Transport::Uc, 4, 0), Err(WqeError::Opcode));
         // Reads and atomics are RC only; UD only sends.
         assert_eq!(parse_send(&send_slot(4, 0, &[]), Transport::Uc, 4, 0), Err(WqeError::Opcode));
         assert_eq!(parse_send(&send_slot(0, 0, &[]), Transport::Ud, 4, 0), Err(WqeError::Opcode));
