@@ -10,9 +10,23 @@ use crate::logic::{
     icrc::{self, UDP_HDR},
     mcast,
     pkt::{self, IpInfo, IpOut},
+    qp::QpAttrs,
 };
 use crate::rrxe::{device::Rrxe, rc, ud, uc};
 use kernel::prelude::*;
+
+/// The IP and UDP fields of a connected QP's packets (its address vector;
+/// the source port from the flow label and both QP numbers, as rxe).
+pub fn connected_out(a: &QpAttrs, qpn: u32) -> IpOut {
+    IpOut {
+        sgid: a.av.sgid,
+        dgid: a.av.dgid,
+        hop_limit: a.av.hop_limit,
+        traffic_class: a.av.traffic_class,
+        flow_label: a.av.flow_label,
+        sport: pkt::udp_sport(a.av.flow_label, qpn, a.dest_qp_num),
+    }
+}
 
 /// Sends one packet: `hdrs` (the BTH and its extension headers) and
 /// `payload_len` bytes that `fill` writes, padded to four bytes, with the

@@ -36,7 +36,6 @@ use crate::logic::{
     cqe::{flags, status, Wc},
     hdr::{self, Aeth, AtmEth, Bth, Reth},
     mtu::IbMtu,
-    pkt::{self, IpOut},
     qp::{QpAttrs, QpState},
     rc::{self, op, Nak, PsnCheck, Req, Syndrome},
     uc::{packets, psn_add, Pos},
@@ -48,7 +47,7 @@ use crate::rrxe::{
     mr::{self, Copy},
     net::{self, RxPkt},
     qp::{self as qpm, QpInner, QpShared},
-    uc::{scatter_at, Gather},
+    uc::{scatter_at, scatter_sges, Gather},
     ud::take_send,
 };
 use kernel::{
@@ -161,6 +160,9 @@ pub struct RcState {
     msg: Option<bool>,
     /// The receive WQE of the message in progress, copied out.
     held: Option<(KVec<u8>, u32)>,
+    /// The buffer of the last receive WQE, reused for the next one (no
+    /// allocation per message once it has its size).
+    spare: KVec<u8>,
     offset: u64,
     /// The WRITE in progress: address, rkey, length.
     write: Option<(u64, u32, u64)>,
@@ -200,6 +202,7 @@ impl RcState {
             nak_sent: false,
             msg: None,
             held: None,
+            spare: KVec::new(),
             offset: 0,
             write: None,
             res: KVec::new(),
@@ -222,7 +225,8 @@ impl RcState {
         self.stalled = false;
     }
 
-    /// Stops the timer; returns its handle, to drop outside spinlocks.
+    /// Takes the timer's handle out; dropping it stops the timer (under the
+    /// `rc` lock and outside spinlocks: see `arm`).
     pub fn take_timer(&mut self) -> Option<ArcHrTimerHandle<QpShared>> {
         self.timer_at = None;
         self.timer.take()
@@ -259,6 +263,26 @@ impl RcState {
             self.off = 0;
         }
         self.deadline = None;
+    }
+
+    /// Spends a retry on the `k`-th WQE: a transport retry, or with `rnr`
+    /// an RNR retry, from a budget of `limit` (7: without limit). Rewinds
+    /// to the WQE and returns true, or, with none left, finishes it with
+    /// the matching error and returns false.
+    fn retry(&mut self, cons: u32, k: u32, rnr: bool, limit: u8) -> bool {
+        let left = if rnr { &mut self.rnr_left } else { &mut self.retry_left };
+        if limit != 7 {
+            if *left == 0 {
+                let i = self.slot_of(cons, k);
+                if let Some(f) = self.flights[i].as_mut() {
+                    f.finish(if rnr { status::RNR_RETRY_EXC_ERR } else { status::RETRY_EXC_ERR });
+                }
+                return false;
+            }
+            *left -= 1;
+        }
+        self.rewind(cons, k);
+        true
     }
 
     /// The first unfinished WQE with packets out (sent, or being sent), by
@@ -371,25 +395,30 @@ fn complete_ready(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
 
 /// Starts the timer for the earliest of the retransmit deadline and the
 /// end of an RNR wait, unless it already fires by then.
-fn arm(s: &Arc<QpShared>, rc: &mut RcState) -> Option<ArcHrTimerHandle<QpShared>> {
+///
+/// Every handle stands for the QP's one timer, and dropping a handle
+/// cancels the timer, whichever start it came from: an old handle is
+/// dropped here, before the new start, under the `rc` lock. The caller
+/// holds no spinlock (the cancel may wait for a running callback).
+fn arm(s: &Arc<QpShared>, rc: &mut RcState) {
     // A QP being destroyed takes its timer out under this lock after
     // marking itself dead: never start it again.
     if s.is_dead() {
-        return None;
+        return;
     }
     let want = match (rc.deadline, rc.rnr_until) {
-        (Some(a), Some(b)) => Some(if not_after(a, b) { a } else { b }),
-        (a, b) => a.or(b),
-    }?;
+        (Some(a), Some(b)) => if not_after(a, b) { a } else { b },
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => return,
+    };
     if rc.timer.is_some() && rc.timer_at.is_some_and(|t| not_after(t, want)) {
-        return None;
+        return;
     }
-    let old = rc.timer.take();
+    drop(rc.take_timer());
     let now = Instant::<Monotonic>::now();
     let delta = if not_after(want, now) { Delta::from_micros(0) } else { want - now };
     rc.timer = Some(s.clone().start(delta));
     rc.timer_at = Some(want);
-    old
 }
 
 /// `a` is not after `b` (instants of one clock; `Instant` has no order for
@@ -578,14 +607,7 @@ fn emit(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, tx: &Tx, slot: &[u8], buf
         }
         return Ok(());
     }
-    let out = IpOut {
-        sgid: a.av.sgid,
-        dgid: a.av.dgid,
-        hop_limit: a.av.hop_limit,
-        traffic_class: a.av.traffic_class,
-        flow_label: a.av.flow_label,
-        sport: pkt::udp_sport(a.av.flow_label, s.qpn, a.dest_qp_num),
-    };
+    let out = net::connected_out(a, s.qpn);
     let mut h = [0u8; 64];
     let n = tx.headers(&mut h);
     let mut gather_err = false;
@@ -650,11 +672,7 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             }
         }
     }
-    let old = {
-        let mut rc = s.rc.lock();
-        arm(s, &mut rc)
-    };
-    drop(old);
+    arm(s, &mut s.rc.lock());
     Ok(())
 }
 
@@ -887,39 +905,32 @@ fn local_op(d: &RrxeDev, s: &QpShared, w: &SendWqe) -> u32 {
 /// `retry_cnt` retries are spent.
 fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
     let d = dev.data();
-    let old = {
-        let mut rc = s.rc.lock();
+    let mut rc = s.rc.lock();
+    let now = Instant::<Monotonic>::now();
+    if rc.timer_at.is_some_and(|t| not_after(t, now)) {
+        // Fired: its handle goes, under the lock (see `arm`).
+        drop(rc.take_timer());
+    }
+    {
         let mut g = s.inner.lock();
-        let now = Instant::<Monotonic>::now();
-        let old = if rc.timer_at.is_some_and(|t| not_after(t, now)) { rc.take_timer() } else { None };
         if rc.rnr_until.is_some_and(|t| not_after(t, now)) {
             rc.rnr_until = None;
         }
         if rc.deadline.is_some_and(|t| not_after(t, now)) && g.attrs.state == QpState::Rts {
             let cons = g.sq.consumer();
             if let Some(k) = rc.oldest_outstanding(cons) {
-                if g.attrs.retry_cnt != 7 && rc.retry_left == 0 {
-                    let i = rc.slot_of(cons, k);
-                    if let Some(f) = rc.flights[i].as_mut() {
-                        f.finish(status::RETRY_EXC_ERR);
-                    }
+                if rc.retry(cons, k, false, g.attrs.retry_cnt) {
+                    d.count(Counter::CompRetry, 1);
+                } else {
                     d.count(Counter::RetryExceeded, 1);
                     rc.deadline = None;
                     complete_ready(s, &mut rc, &mut g);
-                } else {
-                    if g.attrs.retry_cnt != 7 {
-                        rc.retry_left -= 1;
-                    }
-                    d.count(Counter::CompRetry, 1);
-                    rc.rewind(cons, k);
                 }
             } else {
                 rc.deadline = None;
             }
         }
-        old
-    };
-    drop(old);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -940,7 +951,7 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         return;
     }
     let d = dev.data();
-    let (kick, old) = {
+    let kick = {
         let mut rc = s.rc.lock();
         let mut g = s.inner.lock();
         let a = g.attrs;
@@ -985,38 +996,24 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         match (p.opcode, syn) {
             (op::ACK, Syndrome::Ack) => {}
             (op::ACK, Syndrome::Rnr(code)) => {
-                if let Some((k, i)) = target {
+                if let Some((k, _)) = target {
                     d.count(Counter::RcvRnr, 1);
-                    if a.rnr_retry != 7 && rc.rnr_left == 0 {
-                        if let Some(f) = rc.flights[i].as_mut() {
-                            f.finish(status::RNR_RETRY_EXC_ERR);
-                        }
-                        d.count(Counter::RnrRetryExceeded, 1);
-                    } else {
-                        if a.rnr_retry != 7 {
-                            rc.rnr_left -= 1;
-                        }
-                        rc.rewind(cons, k);
+                    if rc.retry(cons, k, true, a.rnr_retry) {
                         rewound = true;
                         rc.rnr_until =
                             Some(Instant::<Monotonic>::now() + Delta::from_micros(rc::rnr_wait_us(code) as i64));
+                    } else {
+                        d.count(Counter::RnrRetryExceeded, 1);
                     }
                 }
             }
             (op::ACK, Syndrome::Nak(Nak::Seq)) => {
-                if let Some((k, i)) = target {
+                if let Some((k, _)) = target {
                     d.count(Counter::RcvSeqErr, 1);
-                    if a.retry_cnt != 7 && rc.retry_left == 0 {
-                        if let Some(f) = rc.flights[i].as_mut() {
-                            f.finish(status::RETRY_EXC_ERR);
-                        }
-                        d.count(Counter::RetryExceeded, 1);
-                    } else {
-                        if a.retry_cnt != 7 {
-                            rc.retry_left -= 1;
-                        }
-                        rc.rewind(cons, k);
+                    if rc.retry(cons, k, false, a.retry_cnt) {
                         rewound = true;
+                    } else {
+                        d.count(Counter::RetryExceeded, 1);
                     }
                 }
             }
@@ -1078,14 +1075,14 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             rc.deadline = ack_timeout(&a).map(|t| Instant::<Monotonic>::now() + t);
         }
         complete_ready(s, &mut rc, &mut g);
+        drop(g);
         let kick = (rewound && rc.rnr_until.is_none()) || ((progressed || rewound) && rc.stalled);
         if kick {
             rc.stalled = false;
         }
-        let old = arm(s, &mut rc);
-        (kick, old)
+        arm(s, &mut rc);
+        kick
     };
-    drop(old);
     if kick {
         s.kick();
     }
@@ -1126,38 +1123,11 @@ fn read_response(
         Payload::Sges { n, .. } => n,
         Payload::Inline { .. } => return Some(status::LOC_PROT_ERR),
     };
-    if n > 0 && scatter_send_sges(d, s.pd, slot, nsge, f.got, p.payload).is_err() {
+    if n > 0 && scatter_sges(d, s.pd, slot, wqe::SEND_HDR, nsge, f.got, p.payload).is_err() {
         return Some(status::LOC_PROT_ERR);
     }
     f.got += n;
     last.then_some(status::SUCCESS)
-}
-
-/// Writes read data into a send WQE's SGEs (which need local write).
-fn scatter_send_sges(d: &RrxeDev, pd: usize, slot: &[u8], n: u32, offset: u64, data: &[u8]) -> Result {
-    let mut skip = offset;
-    let mut done = 0usize;
-    for j in 0..n {
-        if done == data.len() {
-            break;
-        }
-        let sge = wqe::sge_at(slot, wqe::SEND_HDR, j).ok_or(EINVAL)?;
-        let l = u64::from(sge.length);
-        if skip >= l {
-            skip -= l;
-            continue;
-        }
-        let k = (l - skip).min((data.len() - done) as u64) as usize;
-        let at = sge.addr.checked_add(skip).ok_or(EINVAL)?;
-        let m = mr::lookup_mr(d, sge.lkey, pd, access::LOCAL_WRITE, at, k as u64)?;
-        m.write(at, &data[done..done + k])?;
-        done += k;
-        skip = 0;
-    }
-    if done != data.len() {
-        return Err(EINVAL);
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -1334,10 +1304,11 @@ fn execute(
                 return Err(INV_REQ);
             }
             if pos.starts() && rc.held.is_none() {
-                let mut slot = KVec::new();
+                let mut slot = core::mem::take(&mut rc.spare);
                 match s.pop_recv(&mut slot) {
                     Some(max) => rc.held = Some((slot, max)),
                     None => {
+                        rc.spare = slot;
                         d.count(Counter::SndRnr, 1);
                         return Ok(Reply::Ack { psn: p.psn, syn: Syndrome::Rnr(a.min_rnr_timer), msn: rc.msn });
                     }
@@ -1382,6 +1353,7 @@ fn execute(
             if let Some((slot, _)) = rc.held.take() {
                 wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
                 let _ = cq::post(&s.recv_cq, &wc, p.se);
+                rc.spare = slot;
             }
             rc.msg = None;
             rc.offset = 0;
@@ -1415,10 +1387,11 @@ fn execute(
             // The immediate data needs a receive WQE before anything is
             // written by this packet (an RNR NAK has it sent again).
             if imm && rc.held.is_none() {
-                let mut slot = KVec::new();
+                let mut slot = core::mem::take(&mut rc.spare);
                 match s.pop_recv(&mut slot) {
                     Some(max) => rc.held = Some((slot, max)),
                     None => {
+                        rc.spare = slot;
                         d.count(Counter::SndRnr, 1);
                         return Ok(Reply::Ack { psn: p.psn, syn: Syndrome::Rnr(a.min_rnr_timer), msn: rc.msn });
                     }
@@ -1453,6 +1426,7 @@ fn execute(
                         ..Default::default()
                     };
                     let _ = cq::post(&s.recv_cq, &wc, p.se);
+                    rc.spare = slot;
                 }
             }
             Ok(ack(rc))

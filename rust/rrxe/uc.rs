@@ -19,7 +19,6 @@ use crate::logic::{
     cqe::{flags, status, Wc},
     hdr::{self, Bth, Reth},
     mtu::IbMtu,
-    pkt::{self, IpOut},
     qp::{QpAttrs, QpState},
     uc::{self as seq, Kind, Pos, Verdict},
     wqe::{self, Opcode, Payload, Transport, WrDetail},
@@ -176,14 +175,7 @@ pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (
     let n = seq::packets(len, mtu as u32);
     let solicited = w.send_flags & wqe::SEND_SOLICITED != 0;
     let local = dev.has_gid(1, &a.av.dgid);
-    let out = IpOut {
-        sgid: a.av.sgid,
-        dgid: a.av.dgid,
-        hop_limit: a.av.hop_limit,
-        traffic_class: a.av.traffic_class,
-        flow_label: a.av.flow_label,
-        sport: pkt::udp_sport(a.av.flow_label, s.qpn, a.dest_qp_num),
-    };
+    let out = net::connected_out(a, s.qpn);
     let mut buf = KVec::new();
     if local && buf.resize(mtu.min(len as usize), 0u8, GFP_KERNEL).is_err() {
         wc.status = status::LOC_QP_OP_ERR;
@@ -443,13 +435,20 @@ fn recv_write(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos
 
 /// Writes `data` into a receive WQE's SGEs starting `offset` bytes in.
 pub fn scatter_at(d: &RrxeDev, pd: usize, slot: &[u8], n: u32, offset: u64, data: &[u8]) -> Result {
+    scatter_sges(d, pd, slot, wqe::RECV_HDR, n, offset, data)
+}
+
+/// Writes `data` into the `n` SGEs at `base` in a WQE (a receive WQE's, or
+/// an RDMA READ's), starting `offset` bytes in; each SGE's lkey must allow
+/// local write.
+pub fn scatter_sges(d: &RrxeDev, pd: usize, slot: &[u8], base: usize, n: u32, offset: u64, data: &[u8]) -> Result {
     let mut skip = offset;
     let mut done = 0usize;
     for i in 0..n {
         if done == data.len() {
             break;
         }
-        let sge = wqe::sge_at(slot, wqe::RECV_HDR, i).ok_or(EINVAL)?;
+        let sge = wqe::sge_at(slot, base, i).ok_or(EINVAL)?;
         let l = u64::from(sge.length);
         if skip >= l {
             skip -= l;
