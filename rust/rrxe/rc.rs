@@ -365,8 +365,12 @@ fn to_err(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
     rc.on_error(s);
 }
 
-/// Retires finished WQEs from the head of the send queue, in order.
+/// Retires finished WQEs from the head of the send queue, in order. In ERR
+/// the flush has completed the ring's WQEs already: nothing to do.
 fn complete_ready(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
+    if g.attrs.state == QpState::Err {
+        return;
+    }
     while rc.taken > 0 {
         let i = rc.slot_of(g.sq.consumer(), 0);
         let Some(f) = rc.flights[i] else { break };
@@ -634,6 +638,9 @@ enum Step {
     Again,
     /// Send this packet of the WQE in shadow slot `slot`.
     Packet(Tx, usize),
+    /// Run the local operation (bind, invalidate, registration) of the
+    /// oldest WQE, in shadow slot `slot`.
+    Local(usize),
 }
 
 /// Runs the requester (the doorbell, and the QP's task): timers first,
@@ -657,6 +664,17 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         match step {
             Step::Idle => break,
             Step::Again => continue,
+            Step::Local(i) => {
+                let mut rc = s.rc.lock();
+                let Some(mut f) = rc.flights[i] else { continue };
+                if f.state == FState::Done {
+                    continue;
+                }
+                f.finish(local_op(dev.data(), s, &f.w));
+                rc.flights[i] = Some(f);
+                rc.next += 1;
+                complete_ready(s, &mut rc, &mut s.inner.lock());
+            }
             Step::Packet(tx, i) => {
                 if emit(dev, s, &a, &tx, &slot, &mut buf).is_err() {
                     // The WQE's memory keys failed: it completes in error.
@@ -678,7 +696,6 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
 
 /// Picks the next packet (or local operation) under the QP's locks.
 fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &mut [u8]) -> Step {
-    let d = dev.data();
     let a = g.attrs;
     if a.state != QpState::Rts || rc.rnr_until.is_some() {
         return Step::Idle;
@@ -757,17 +774,13 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
         return Step::Again;
     }
     if f.local() {
-        // In place, once everything before it has completed.
+        // In place, once everything before it has completed; run by the
+        // caller without the ring's lock (it looks up and may release MRs).
         if k != 0 {
             rc.stalled = true;
             return Step::Idle;
         }
-        let st = local_op(d, s, &f.w);
-        f.finish(st);
-        rc.flights[i] = Some(f);
-        rc.next += 1;
-        complete_ready(s, rc, g);
-        return Step::Again;
+        return Step::Local(i);
     }
     let fenced = f.w.send_flags & wqe::SEND_FENCE != 0 && rc.rd_atomic > 0;
     let limit = u32::from(a.max_rd_atomic).max(1);
@@ -953,15 +966,20 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     let d = dev.data();
     let kick = {
         let mut rc = s.rc.lock();
-        let mut g = s.inner.lock();
-        let a = g.attrs;
+        // The ring's lock only for the attributes and the consumer index
+        // (which only `complete_ready` moves while the QP is not in ERR):
+        // the scatter of read data and the atomic result happen under `rc`
+        // alone.
+        let (a, cons) = {
+            let g = s.inner.lock();
+            (g.attrs, g.sq.consumer())
+        };
         if !matches!(a.state, QpState::Rts | QpState::Sqd | QpState::Sqe) {
             return;
         }
         if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
             return;
         }
-        let cons = g.sq.consumer();
         let syn = p.aeth.map(|x| Syndrome::parse(x.syndrome)).unwrap_or(Some(Syndrome::Ack));
         let Some(syn) = syn else { return };
         // Any acknowledgement at or past the oldest outstanding PSN is
@@ -1074,8 +1092,7 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             rc.retry_left = a.retry_cnt;
             rc.deadline = ack_timeout(&a).map(|t| Instant::<Monotonic>::now() + t);
         }
-        complete_ready(s, &mut rc, &mut g);
-        drop(g);
+        complete_ready(s, &mut rc, &mut s.inner.lock());
         let kick = (rewound && rc.rnr_until.is_none()) || ((progressed || rewound) && rc.stalled);
         if kick {
             rc.stalled = false;
