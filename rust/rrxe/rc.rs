@@ -141,6 +141,8 @@ pub struct RcState {
     psn: u32,
     /// Reads and atomics outstanding.
     rd_atomic: u32,
+    /// The last PSN a positive acknowledgement covered.
+    acked: Option<u32>,
     retry_left: u8,
     rnr_left: u8,
     /// When the oldest outstanding packet is retransmitted.
@@ -190,6 +192,7 @@ impl RcState {
             off: 0,
             psn: 0,
             rd_atomic: 0,
+            acked: None,
             retry_left: 0,
             rnr_left: 0,
             deadline: None,
@@ -220,6 +223,7 @@ impl RcState {
         self.next = 0;
         self.off = 0;
         self.rd_atomic = 0;
+        self.acked = None;
         self.deadline = None;
         self.rnr_until = None;
         self.stalled = false;
@@ -788,10 +792,17 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
         rc.stalled = true;
         return Step::Idle;
     }
-    // The window: the oldest unacknowledged PSN bounds how far ahead to go.
+    // The window: the oldest unacknowledged PSN bounds how far ahead to go
+    // (within a long message, the last PSN an ACK covered moves it).
     if let Some(o) = rc.oldest_outstanding(cons) {
         if let Some(of) = rc.flights[rc.slot_of(cons, o)].as_ref() {
-            if rc::psn_diff(rc.psn, of.first_psn) >= rc::MAX_UNACKED as i32 {
+            let mut base = of.first_psn;
+            if let Some(x) = rc.acked {
+                if rc::psn_diff(x, base) >= 0 && rc::psn_diff(x, of.last_psn()) <= 0 {
+                    base = psn_add(x, 1);
+                }
+            }
+            if rc::psn_diff(rc.psn, base) >= rc::MAX_UNACKED as i32 {
                 rc.stalled = true;
                 return Step::Idle;
             }
@@ -988,6 +999,9 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             && rc.oldest_outstanding(cons).is_some_and(|o| {
                 rc.flights[rc.slot_of(cons, o)].as_ref().is_some_and(|f| rc::psn_diff(p.psn, f.first_psn) >= 0)
             });
+        if progressed {
+            rc.acked = Some(p.psn);
+        }
         let mut rewound = false;
         // Everything wholly before this PSN is acknowledged by it, up to
         // the first WQE that needs a response of its own.

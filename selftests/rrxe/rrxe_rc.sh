@@ -15,7 +15,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 28
+ktap_set_plan 29
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
@@ -124,6 +124,8 @@ check "ibv_rc_pingpong -c between namespaces over IPv4: 8 KiB messages, 200 iter
 	pp_ns ibv_rc_pingpong 18531 ffff:10.78.0. -s 8192 -n 200
 check "ibv_rc_pingpong -c between namespaces over IPv6: 3000-byte messages, 256-byte MTU" \
 	pp_ns ibv_rc_pingpong 18532 fd78: -s 3000 -m 256 -n 100
+check "ibv_rc_pingpong -c between namespaces: 300000-byte messages at a 1 KiB MTU (293 packets, past the 128-PSN window), 10 iterations" \
+	pp_ns ibv_rc_pingpong 18534 ffff:10.78.0. -s 300000 -m 1024 -n 10
 check "ibv_srq_pingpong -c between namespaces: 4 QPs, 100 iterations each" \
 	pp_ns ibv_srq_pingpong 18533 ffff:10.78.0. -q 4 -s 4096 -n 100
 check "rping -V between namespaces over IPv4: 500 validated pings of 1000 bytes" rping_ns 10.78.0.1
