@@ -1326,6 +1326,13 @@ fn execute(
             Reply::None
         }
     };
+    // Reads and atomics need responder resources: with none granted
+    // (max_dest_rd_atomic 0) they are invalid requests, as in rxe.
+    if matches!(req, Req::Read | Req::CmpSwap | Req::FetchAdd | Req::AtomicWrite | Req::Flush)
+        && a.max_dest_rd_atomic == 0
+    {
+        return Err(INV_REQ);
+    }
     match req {
         Req::Send { imm, inv } => {
             if !rc::op_sequence_ok(rc.msg, true, pos) {
