@@ -118,8 +118,14 @@ pingpong_ns() {
 	gi=$(gid_index "$dev_s" "$g")
 	[ -n "$gi" ] || { echo "no GID like $g on $dev_s"; return 1; }
 	ip netns exec "$ns_s" "$tool" -d "$dev_s" -g "$gi" -c "$@" >$log 2>&1 &
-	local srv=$!
-	sleep 1
+	local srv=$! i
+	# The server listens on TCP port 18515 (the tools' default) once its
+	# QPs exist; wait for that (a slow guest may take seconds).
+	for ((i = 0; i < 200; i++)); do
+		ip netns exec "$ns_s" ss -Htln "sport = :18515" 2>/dev/null | grep -q . && break
+		kill -0 $srv 2>/dev/null || break
+		sleep 0.1
+	done
 	timeout 60 ip netns exec "$ns_c" "$tool" -d "$dev_c" -g "$gi" -c "$@" "$ip" || {
 		kill $srv 2>/dev/null; cat $log; rm -f $log; return 1; }
 	wait $srv || { cat $log; rm -f $log; return 1; }

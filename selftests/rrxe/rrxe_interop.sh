@@ -68,16 +68,17 @@ check "RC atomics, rrxe to rdma_rxe: ib_atomic_bw, 100 fetch_adds" perf_ab ib_at
 check "RC atomics, rdma_rxe to rrxe: ib_atomic_bw -A CMP_AND_SWAP, 100" perf_ba ib_atomic_bw 18704 -A CMP_AND_SWAP -n 100
 write_send_ab() { perf_ab ib_write_bw 18705 -s 65536 -n 100 && perf_ab ib_send_bw 18706 -s 65536 -n 100; }
 check "RC WRITEs and SENDs, rrxe to rdma_rxe: ib_write_bw then ib_send_bw, 100 x 64 KiB" write_send_ab
-# rping_x SRV_NS SRV_DEV_ADDR CLI_NS: rping through rdma_cm, 200 validated
+# rping_x SRV_NS SRV_ADDR CLI_NS PORT: rping through rdma_cm, 200 validated
 # pings counted by the client.
 rping_x() {
 	local n
-	pair cm:7175 "$1" "$3" rping -s -a "$2" -C 200 -S 1000 -V -- rping -c -a "$2" -C 200 -S 1000 -V -v || return 1
+	pair "cm:$4" "$1" "$3" rping -s -a "$2" -p "$4" -C 200 -S 1000 -V -- \
+		rping -c -a "$2" -p "$4" -C 200 -S 1000 -V -v || return 1
 	n=$(grep -c '^ping data: ' "$PAIR_DIR/client")
 	[ "$n" -eq 200 ] || { echo "the client pinged $n times, not 200"; return 1; }
 }
-check "rping -V, rrxe client to rdma_rxe server (rdma_cm), 200 pings" rping_x $B 10.78.0.2 $A
-check "rping -V, rdma_rxe client to rrxe server (rdma_cm), 200 pings" rping_x $A 10.78.0.1 $B
+check "rping -V, rrxe client to rdma_rxe server (rdma_cm), 200 pings" rping_x $B 10.78.0.2 $A 7175
+check "rping -V, rdma_rxe client to rrxe server (rdma_cm), 200 pings" rping_x $A 10.78.0.1 $B 7176
 stop_servers
 
 check "the rrxe device deletes first, then rdma_rxe's" \
