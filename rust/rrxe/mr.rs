@@ -100,12 +100,13 @@ impl FastPages {
             let (addr, room) = self.locate(at, (total - done) as u64).ok_or(EFAULT)?;
             let k = room.min(total - done);
             match &mut dir {
-                // SAFETY: A registered fast-registration MR maps pages its
-                // kernel consumer handed over with `ib_map_mr_sg` (kernel
-                // virtual addresses, as rrxe has no DMA device) and keeps
-                // alive while the registration is valid; `k` stays inside
-                // one of them.
-                Copy::Into(b) => unsafe { crate::ib::mr::write_dma_addr(addr, &b[done..done + k])? },
+                // The pages are the kernel consumer's, mapped with
+                // `ib_map_mr_sg` (virtual addresses: rrxe has no DMA device).
+                Copy::Into(b) => {
+                    // SAFETY: A registered MR's pages stay alive while the
+                    // registration is valid; `k` bytes stay inside one page.
+                    unsafe { crate::ib::mr::write_dma_addr(addr, &b[done..done + k])? }
+                }
                 Copy::From(b) => crate::ib::mr::read_dma_addr(addr, &mut b[done..done + k])?,
             }
             done += k;

@@ -1306,6 +1306,23 @@ fn key_fail(e: Error) -> Fail {
     REM_ACCESS
 }
 
+/// Takes a receive WQE for the message (into the reused buffer); without
+/// one, the RNR NAK to send.
+fn hold_recv(d: &RrxeDev, s: &QpShared, rc: &mut RcState, a: &QpAttrs, psn: u32) -> Option<Reply> {
+    let mut slot = core::mem::take(&mut rc.spare);
+    match s.pop_recv(&mut slot) {
+        Some(max) => {
+            rc.held = Some((slot, max));
+            None
+        }
+        None => {
+            rc.spare = slot;
+            d.count(Counter::SndRnr, 1);
+            Some(Reply::Ack { psn, syn: Syndrome::Rnr(a.min_rnr_timer), msn: rc.msn })
+        }
+    }
+}
+
 /// Carries out the request at the expected PSN.
 #[allow(clippy::too_many_arguments)]
 fn execute(
@@ -1342,14 +1359,8 @@ fn execute(
                 return Err(INV_REQ);
             }
             if pos.starts() && rc.held.is_none() {
-                let mut slot = core::mem::take(&mut rc.spare);
-                match s.pop_recv(&mut slot) {
-                    Some(max) => rc.held = Some((slot, max)),
-                    None => {
-                        rc.spare = slot;
-                        d.count(Counter::SndRnr, 1);
-                        return Ok(Reply::Ack { psn: p.psn, syn: Syndrome::Rnr(a.min_rnr_timer), msn: rc.msn });
-                    }
+                if let Some(rnr) = hold_recv(d, s, rc, a, p.psn) {
+                    return Ok(rnr);
                 }
                 rc.offset = 0;
             }
@@ -1425,14 +1436,8 @@ fn execute(
             // The immediate data needs a receive WQE before anything is
             // written by this packet (an RNR NAK has it sent again).
             if imm && rc.held.is_none() {
-                let mut slot = core::mem::take(&mut rc.spare);
-                match s.pop_recv(&mut slot) {
-                    Some(max) => rc.held = Some((slot, max)),
-                    None => {
-                        rc.spare = slot;
-                        d.count(Counter::SndRnr, 1);
-                        return Ok(Reply::Ack { psn: p.psn, syn: Syndrome::Rnr(a.min_rnr_timer), msn: rc.msn });
-                    }
+                if let Some(rnr) = hold_recv(d, s, rc, a, p.psn) {
+                    return Ok(rnr);
                 }
             }
             if n > 0 {
