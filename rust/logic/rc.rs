@@ -8,8 +8,9 @@ use super::uc::Pos;
 /// The requester stops sending with this many PSNs unacknowledged.
 pub const MAX_UNACKED: u32 = 128;
 /// It asks for an acknowledgement at least this often (and at the end of
-/// every message).
-pub const ACK_EVERY: u32 = 64;
+/// every message). Frequent ACKs keep a slow responder's progress visible
+/// to the retransmit timer, which is restarted by every ACK.
+pub const ACK_EVERY: u32 = 16;
 
 /// RC opcodes (the low five bits; the service bits are 0).
 pub mod op {

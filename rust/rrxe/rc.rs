@@ -269,6 +269,26 @@ impl RcState {
         self.deadline = None;
     }
 
+    /// Within a SEND or WRITE, the `k`-th WQE (just rewound) goes on from
+    /// `psn` rather than its first packet, when `psn` is one of its later
+    /// packets: the responder has everything before it (an ACK covered it,
+    /// or a sequence NAK asked for it).
+    fn resume_at(&mut self, cons: u32, k: u32, psn: u32) {
+        if k != self.next || self.off != 0 {
+            return;
+        }
+        let Some(f) = self.flights[self.slot_of(cons, k)].as_ref() else { return };
+        let resumable = matches!(
+            f.w.opcode,
+            Opcode::Send | Opcode::SendImm | Opcode::SendInv | Opcode::RdmaWrite | Opcode::RdmaWriteImm
+        ) && f.state == FState::Pending;
+        let d = rc::psn_diff(psn, f.first_psn);
+        if resumable && d > 0 && (d as u32) < f.npkts {
+            self.off = u64::from(d as u32) * u64::from(f.seg.max(1));
+            self.psn = psn;
+        }
+    }
+
     /// Spends a retry on the `k`-th WQE: a transport retry, or with `rnr`
     /// an RNR retry, from a budget of `limit` (7: without limit). Rewinds
     /// to the WQE and returns true, or, with none left, finishes it with
@@ -897,9 +917,10 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
         rc.psn = psn_add(bth.psn, 1);
     }
     rc.flights[i] = Some(f);
-    if rc.deadline.is_none() {
-        rc.deadline = ack_timeout(&a).map(|t| Instant::<Monotonic>::now() + t);
-    }
+    // As rxe does, every packet sent restarts the retransmit timer: it
+    // measures silence after the last packet, so a slow responder still
+    // working through a burst is not taken for a lost one.
+    rc.deadline = ack_timeout(&a).map(|t| Instant::<Monotonic>::now() + t);
     Step::Packet(tx, i)
 }
 
@@ -944,6 +965,9 @@ fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
             let cons = g.sq.consumer();
             if let Some(k) = rc.oldest_outstanding(cons) {
                 if rc.retry(cons, k, false, g.attrs.retry_cnt) {
+                    if let Some(x) = rc.acked {
+                        rc.resume_at(cons, k, psn_add(x, 1));
+                    }
                     d.count(Counter::CompRetry, 1);
                 } else {
                     d.count(Counter::RetryExceeded, 1);
@@ -1043,6 +1067,7 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                 if let Some((k, _)) = target {
                     d.count(Counter::RcvSeqErr, 1);
                     if rc.retry(cons, k, false, a.retry_cnt) {
+                        rc.resume_at(cons, k, p.psn);
                         rewound = true;
                     } else {
                         d.count(Counter::RetryExceeded, 1);
