@@ -42,3 +42,5 @@ pub mod uc;
 pub mod rc;
 #[path = "../../rust/logic/mcast.rs"]
 pub mod mcast;
+#[path = "../../rust/logic/pma.rs"]
+pub mod pma;

@@ -54,6 +54,46 @@ pub mod kcap {
     /// `rdma link delete` may unregister the device.
     pub const ALLOW_USER_UNREG: u64 =
         bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+    /// `IB_ACCESS_ON_DEMAND` is accepted by `reg_user_mr`.
+    pub const ON_DEMAND_PAGING: u64 =
+        bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
+}
+
+/// On-demand paging capabilities (`struct ib_odp_caps`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OdpCaps {
+    /// `IB_ODP_SUPPORT*` bits.
+    pub general: u64,
+    /// Per transport: `IB_ODP_SUPPORT_*` operation bits.
+    pub rc: u32,
+    /// UC.
+    pub uc: u32,
+    /// UD.
+    pub ud: u32,
+}
+
+/// ODP capability bits (`enum ib_odp_general_cap_bits`,
+/// `enum ib_odp_transport_cap_bits`).
+pub mod odp {
+    use super::bindings;
+    /// ODP is supported.
+    pub const SUPPORT: u64 = bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT as u64;
+    /// Operations an ODP MR may be used with.
+    pub const SEND: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
+    #[allow(missing_docs)]
+    pub const RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;
+    #[allow(missing_docs)]
+    pub const WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE;
+    #[allow(missing_docs)]
+    pub const READ: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ;
+    #[allow(missing_docs)]
+    pub const ATOMIC: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
+    #[allow(missing_docs)]
+    pub const SRQ_RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+    #[allow(missing_docs)]
+    pub const FLUSH: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH;
+    #[allow(missing_docs)]
+    pub const ATOMIC_WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
 }
 
 /// Atomic operation support (`enum ib_atomic_cap`).
@@ -104,6 +144,7 @@ pub struct DeviceAttrs {
     pub max_pkeys: u16,
     pub local_ca_ack_delay: u8,
     pub max_dm_size: u64,
+    pub odp_caps: OdpCaps,
 }
 
 impl DeviceAttrs {
@@ -150,6 +191,10 @@ impl DeviceAttrs {
         a.max_pkeys = self.max_pkeys;
         a.local_ca_ack_delay = self.local_ca_ack_delay;
         a.max_dm_size = self.max_dm_size;
+        a.odp_caps.general_caps = self.odp_caps.general;
+        a.odp_caps.per_transport_caps.rc_odp_caps = self.odp_caps.rc;
+        a.odp_caps.per_transport_caps.uc_odp_caps = self.odp_caps.uc;
+        a.odp_caps.per_transport_caps.ud_odp_caps = self.odp_caps.ud;
         // SAFETY: The caller guarantees `out` is valid for writes.
         unsafe { out.write(a) };
     }

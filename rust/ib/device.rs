@@ -35,6 +35,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, prelude::*, types::Opaque};
 use crate::logic::{
     access::MwType,
+    pma,
     qp::{Av, QpAttrs, QpCap, QpState},
 };
 use pin_init::PinInit;
@@ -759,6 +760,9 @@ impl<T: Driver> Adapter<T> {
             o.post_srq_recv = Some(Self::post_srq_recv);
         }
         if T::HAS_HW_COUNTERS {
+            // The performance management agent answers from the same
+            // counters (sysfs `ports/N/counters/`, and PMA MADs on QP1).
+            o.process_mad = Some(Self::process_mad);
             o.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             o.get_hw_stats = Some(Self::get_hw_stats);
         }
@@ -1397,6 +1401,43 @@ impl<T: Driver> Adapter<T> {
             }
         }
         stats::NUM_COUNTERS as c_int
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn process_mad(
+        ib: *mut bindings::ib_device,
+        _flags: c_int,
+        port: u32,
+        _wc: *const bindings::ib_wc,
+        _grh: *const bindings::ib_grh,
+        inp: *const bindings::ib_mad,
+        out: *mut bindings::ib_mad,
+        _out_size: *mut usize,
+        _out_pkey_index: *mut u16,
+    ) -> c_int {
+        const _: () = assert!(core::mem::size_of::<bindings::ib_mad>() == pma::MAD_SIZE);
+        if port != 1 || inp.is_null() || out.is_null() {
+            return bindings::ib_mad_result_IB_MAD_RESULT_FAILURE as c_int;
+        }
+        // SAFETY: A live device of ours.
+        let v = T::hw_counters(unsafe { Device::<T>::from_raw(ib) }, port);
+        let c = pma::PortCounters {
+            xmit_bytes: v[stats::Counter::SentBytes as usize],
+            rcv_bytes: v[stats::Counter::RcvdBytes as usize],
+            xmit_packets: v[stats::Counter::SentPkts as usize],
+            rcv_packets: v[stats::Counter::RcvdPkts as usize],
+            link_downed: v[stats::Counter::LinkDowned as usize],
+        };
+        // SAFETY: The MAD layer and sysfs pass two distinct `ib_mad`s
+        // (256 bytes, checked above), valid for the call; bytes have no
+        // alignment or validity requirements.
+        let (i, o) = unsafe { (&*inp.cast::<[u8; pma::MAD_SIZE]>(), &mut *out.cast::<[u8; pma::MAD_SIZE]>()) };
+        match pma::answer(i, &c, o) {
+            pma::Answer::NotMine => bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS as c_int,
+            pma::Answer::Reply => {
+                (bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS | bindings::ib_mad_result_IB_MAD_RESULT_REPLY) as c_int
+            }
+        }
     }
 
     unsafe extern "C" fn attach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> c_int {

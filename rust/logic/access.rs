@@ -40,7 +40,10 @@ pub enum AccessError {
 }
 
 /// Checks MR access flags as the core's `ib_check_mr_access` does, for a
-/// device without on-demand paging that supports both flush types.
+/// device that supports both flush types and accepts `ON_DEMAND` (rrxe
+/// reports ODP support, as rxe does, but pins an ODP MR's range at
+/// registration like any other: every operation works on it, the memory is
+/// simply not paged on demand).
 pub const fn check_mr_access(flags: u32) -> Result<(), AccessError> {
     if flags & (REMOTE_ATOMIC | REMOTE_WRITE) != 0 && flags & LOCAL_WRITE == 0 {
         return Err(AccessError::Invalid);
@@ -48,10 +51,17 @@ pub const fn check_mr_access(flags: u32) -> Result<(), AccessError> {
     if flags & !SUPPORTED != 0 {
         return Err(AccessError::Invalid);
     }
+    Ok(())
+}
+
+/// Checks the access of a fast-registration (`IB_WR_REG_MR`), DMA or
+/// device-memory MR:
+/// as [`check_mr_access`], and on-demand paging means nothing there.
+pub const fn check_kernel_mr_access(flags: u32) -> Result<(), AccessError> {
     if flags & ON_DEMAND != 0 {
         return Err(AccessError::NotSupported);
     }
-    Ok(())
+    check_mr_access(flags)
 }
 
 /// Memory window types.
@@ -116,7 +126,9 @@ mod tests {
         assert_eq!(check_mr_access(1 << 30), Err(AccessError::Invalid));
         assert_eq!(check_mr_access(u32::MAX), Err(AccessError::Invalid));
         assert_eq!(check_mr_access(1 << 20), Ok(()), "relaxed ordering is optional");
-        assert_eq!(check_mr_access(ON_DEMAND), Err(AccessError::NotSupported));
+        assert_eq!(check_mr_access(ON_DEMAND | LOCAL_WRITE), Ok(()));
+        assert_eq!(check_kernel_mr_access(ON_DEMAND), Err(AccessError::NotSupported));
+        assert_eq!(check_kernel_mr_access(REMOTE_WRITE), Err(AccessError::Invalid));
         assert_eq!(check_mr_access(FLUSH_GLOBAL | FLUSH_PERSISTENT), Ok(()));
     }
 

@@ -16,6 +16,7 @@ pub mod mcast;
 pub mod mtu;
 pub mod mw;
 pub mod pkt;
+pub mod pma;
 pub mod qp;
 pub mod rc;
 pub mod ring;

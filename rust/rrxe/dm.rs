@@ -106,7 +106,7 @@ pub fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
 /// A zero length is allowed (the core allows it; the region then answers
 /// to no address).
 pub fn reg_dm_mr(pd: &Pd<Rrxe>, dm: &Dm<Rrxe>, req: DmMrRequest) -> Result<(Arc<RrxeMr>, u32)> {
-    access::check_mr_access(req.access).map_err(mr::access_err)?;
+    access::check_kernel_mr_access(req.access).map_err(mr::access_err)?;
     if req.access & access::ZERO_BASED == 0 {
         return Err(EINVAL);
     }

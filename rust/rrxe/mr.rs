@@ -185,7 +185,8 @@ pub fn reg_user_mr(pd: &Pd<Rrxe>, req: UserMrRequest, _udata: Option<&Udata>) ->
     let iova = if req.access & access::ZERO_BASED != 0 { 0 } else { req.iova };
     let range = Range::new(iova, req.length).ok_or(EINVAL)?;
     let dev = pd.device();
-    let umem = Umem::get(dev, req.start, req.length, req.access)?;
+    // ib_umem_get refuses ON_DEMAND: an ODP MR is pinned like any other.
+    let umem = Umem::get(dev, req.start, req.length, req.access & !access::ON_DEMAND)?;
     let pages = umem.pages()?;
     let first_offset = umem.first_page_offset();
     let mem = Arc::new(MrMem::User { _umem: umem, pages, first_offset }, GFP_KERNEL)?;
@@ -194,7 +195,7 @@ pub fn reg_user_mr(pd: &Pd<Rrxe>, req: UserMrRequest, _udata: Option<&Udata>) ->
 
 /// `get_dma_mr`: an MR over all kernel memory.
 pub fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
-    access::check_mr_access(access).map_err(access_err)?;
+    access::check_kernel_mr_access(access).map_err(access_err)?;
     let range = Range::new(0, u64::MAX).ok_or(EINVAL)?;
     insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
 }
@@ -328,7 +329,7 @@ pub fn rereg_user_mr(
         }
         let iova = if access & access::ZERO_BASED != 0 { 0 } else { req.iova };
         let range = Range::new(iova, req.length).ok_or(EINVAL)?;
-        let umem = Umem::get(new_pd.device(), req.start, req.length, access)?;
+        let umem = Umem::get(new_pd.device(), req.start, req.length, access & !access::ON_DEMAND)?;
         let pages = umem.pages()?;
         let first_offset = umem.first_page_offset();
         (range, Arc::new(MrMem::User { _umem: umem, pages, first_offset }, GFP_KERNEL)?)
@@ -696,7 +697,7 @@ pub fn reg_fast(
     if mr.pd != pd {
         return Err(LocalOpError::BadKey);
     }
-    access::check_mr_access(access).map_err(|_| LocalOpError::Refused)?;
+    access::check_kernel_mr_access(access).map_err(|_| LocalOpError::Refused)?;
     let mut g = f.lock();
     if g.pages.is_empty() || g.length == 0 {
         return Err(LocalOpError::Refused);

@@ -2,7 +2,7 @@
 
 //! Device and port attributes, assembled from the limits in `logic::limits`.
 
-use crate::ib::attr::{cap, kcap, AtomicCap, DeviceAttrs};
+use crate::ib::attr::{cap, kcap, odp, AtomicCap, DeviceAttrs, OdpCaps};
 use crate::logic::limits as l;
 
 /// rxe's device capability flags.
@@ -32,7 +32,7 @@ pub fn device_attrs(guid: [u8; 8]) -> DeviceAttrs {
         max_qp: l::MAX_QP,
         max_qp_wr: l::MAX_QP_WR,
         device_cap_flags: DEVICE_CAP_FLAGS,
-        kernel_cap_flags: kcap::ALLOW_USER_UNREG,
+        kernel_cap_flags: kcap::ALLOW_USER_UNREG | kcap::ON_DEMAND_PAGING,
         max_send_sge: l::MAX_SGE,
         max_recv_sge: l::MAX_SGE,
         max_sge_rd: l::MAX_SGE_RD,
@@ -56,5 +56,16 @@ pub fn device_attrs(guid: [u8; 8]) -> DeviceAttrs {
         max_pkeys: l::MAX_PKEYS,
         local_ca_ack_delay: l::LOCAL_CA_ACK_DELAY,
         max_dm_size: 0,
+        // What rxe reports with CONFIG_INFINIBAND_ON_DEMAND_PAGING. rrxe
+        // accepts IB_ACCESS_ON_DEMAND but pins the range at registration
+        // (see `logic::access::check_mr_access`): the operations all work,
+        // the memory is not paged on demand. No implicit ODP.
+        odp_caps: OdpCaps {
+            general: odp::SUPPORT,
+            rc: odp::SEND | odp::RECV | odp::WRITE | odp::READ | odp::ATOMIC | odp::SRQ_RECV
+                | odp::FLUSH | odp::ATOMIC_WRITE,
+            uc: 0,
+            ud: odp::SEND | odp::RECV | odp::SRQ_RECV,
+        },
     }
 }
