@@ -146,13 +146,15 @@ stop_servers() {
 }
 
 # listening HOW NS: a server listens: tcp:PORT (a TCP socket in namespace NS,
-# "" for this one) or cm:PORT (an rdma_cm ID listening on PORT, any device).
+# "" for this one), cm:PORT (an rdma_cm ID listening on PORT, any device) or
+# maddr:GROUP (a netdev in NS joined multicast GROUP).
 listening() {
 	local pre=()
 	[ -n "$2" ] && pre=(ip netns exec "$2")
 	case $1 in
 	tcp:*) "${pre[@]}" ss -Htln "sport = :${1#tcp:}" 2>/dev/null | grep -q . ;;
 	cm:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:${1#cm:} " ;;
+	maddr:*) "${pre[@]}" ip maddr show 2>/dev/null | grep -qw "${1#maddr:}" ;;
 	*) return 1 ;;
 	esac
 }

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The kernel's own rxe kselftests (tools/testing/selftests/rdma, from the
+# Debian linux-source package), unmodified: first on the in-tree rdma_rxe,
+# as the baseline, then on rrxe in drop-in mode, where
+# tools/modprobe.d/rrxe-as-rdma_rxe.conf makes `modprobe rdma_rxe` load
+# rrxe with link_type=rxe and `modprobe -r rdma_rxe` unload it. In drop-in
+# mode each test must pass, rdma_rxe must never be loaded, and rrxe must
+# have been loaded as link type rxe while the test ran.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+src=${KSRC:-$HOME/.cache/rrxe/src/linux-source-7.3}/tools/testing/selftests
+conf=$(cd "$(dirname "$0")/../.." && pwd)/tools/modprobe.d/rrxe-as-rdma_rxe.conf
+if [ ! -f "$src/rdma/Makefile" ]; then
+	ktap_print_header
+	ktap_skip_all "stock rxe kselftests not found under $src"
+	exit "$KSFT_SKIP"
+fi
+tests=$(sed -n '/^TEST_PROGS/,/^$/p' "$src/rdma/Makefile" | tr -d '\\' | sed 's/TEST_PROGS :=//' | tr -s ' \t\n' ' ')
+set -- $tests
+
+ktap_print_header
+ktap_set_plan $(( 2 * $# ))
+
+# A private copy, laid out as the kselftest tree expects (rdma/ next to
+# kselftest/ktap_helpers.sh).
+work=$(mktemp -d)
+mkdir -p "$work/rdma" "$work/kselftest"
+cp "$src"/rdma/*.sh "$work/rdma/" && cp "$src/kselftest/ktap_helpers.sh" "$work/kselftest/" ||
+	ktap_exit_fail_msg "cannot copy the stock tests"
+
+cleanup_net
+unload_rrxe
+modprobe -r rdma_rxe 2>/dev/null
+
+# run_stock T: the stock test T as kselftest runs it; its stderr (the
+# scripts send stdout to /dev/null) goes to $work/T.log. The tests expect
+# /dev/net/tun, but two of them unload tun when they finish (and with it
+# the device node), while rxe_test_NETDEV_UNREGISTER.sh does not load it:
+# each starts with tun loaded and the node present.
+run_stock() {
+	modprobe tun 2>/dev/null
+	[ -e /dev/net/tun ] || { mkdir -p /dev/net && mknod /dev/net/tun c 10 200; }
+	(cd "$work/rdma" && timeout 300 bash "./$1") >"$work/$1.log" 2>&1
+}
+
+for t in "$@"; do
+	run_stock "$t"
+	rc=$?
+	if [ $rc = 0 ]; then
+		ktap_test_pass "rdma_rxe: $t"
+	elif [ $rc = "$KSFT_SKIP" ]; then
+		ktap_test_skip "rdma_rxe: $t"
+	else
+		ktap_test_fail "rdma_rxe: $t (exit $rc)"
+		sed 's/^/# /' "$work/$t.log" | tail -n 20
+	fi
+	modprobe -r rdma_rxe 2>/dev/null
+done
+
+# Drop-in mode: the modprobe.d file, on a private copy of /etc/modprobe.d.
+grep -q '^rdma_rxe ' /proc/modules && ktap_exit_fail_msg "rdma_rxe is still loaded"
+md=$(mktemp -d)
+cp -a /etc/modprobe.d/. "$md/" 2>/dev/null
+cp "$conf" "$md/"
+mount --bind "$md" /etc/modprobe.d || ktap_exit_fail_msg "cannot install the modprobe.d file"
+
+loads() { dmesg | grep -c 'rrxe: loaded, link type rxe'; }
+for t in "$@"; do
+	before=$(loads)
+	run_stock "$t"
+	rc=$?
+	if grep -q '^rdma_rxe ' /proc/modules; then
+		ktap_test_fail "rrxe drop-in: $t (rdma_rxe got loaded)"
+		modprobe -r --ignore-remove rdma_rxe
+	elif [ "$(loads)" -le "$before" ]; then
+		ktap_test_fail "rrxe drop-in: $t (rrxe was not loaded as link type rxe)"
+	elif [ $rc = 0 ]; then
+		ktap_test_pass "rrxe drop-in: $t"
+	else
+		ktap_test_fail "rrxe drop-in: $t (exit $rc)"
+		sed 's/^/# /' "$work/$t.log" | tail -n 20
+	fi
+	unload_rrxe
+done
+
+umount /etc/modprobe.d
+rm -rf "$md" "$work"
+cleanup_net
+ktap_finished
