@@ -3,7 +3,7 @@
 # The kernel's own rxe kselftests (tools/testing/selftests/rdma, from the
 # Debian linux-source package), unmodified: first on the in-tree rdma_rxe,
 # as the baseline, then on rrxe in drop-in mode, where
-# tools/modprobe.d/rrxe-as-rdma_rxe.conf makes `modprobe rdma_rxe` load
+# tools/modprobe/rrxe-as-rdma_rxe.conf makes `modprobe rdma_rxe` load
 # rrxe with link_type=rxe and `modprobe -r rdma_rxe` unload it. In drop-in
 # mode each test must pass, rdma_rxe must never be loaded, and rrxe must
 # have been loaded as link type rxe while the test ran.
@@ -11,7 +11,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 src=${KSRC:-$HOME/.cache/rrxe/src/linux-source-7.3}/tools/testing/selftests
-conf=$(cd "$(dirname "$0")/../.." && pwd)/tools/modprobe.d/rrxe-as-rdma_rxe.conf
+conf=$(cd "$(dirname "$0")/../.." && pwd)/tools/modprobe/rrxe-as-rdma_rxe.conf
 if [ ! -f "$src/rdma/Makefile" ]; then
 	ktap_print_header
 	ktap_skip_all "stock rxe kselftests not found under $src"
