@@ -78,21 +78,21 @@ pub mod odp {
     use super::bindings;
     /// ODP is supported.
     pub const SUPPORT: u64 = bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT as u64;
-    /// Operations an ODP MR may be used with.
+    /// Per-transport operation bits: sends.
     pub const SEND: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
-    #[allow(missing_docs)]
+    /// Receives.
     pub const RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;
-    #[allow(missing_docs)]
+    /// RDMA WRITE targets.
     pub const WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE;
-    #[allow(missing_docs)]
+    /// RDMA READ targets.
     pub const READ: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ;
-    #[allow(missing_docs)]
+    /// Atomic targets.
     pub const ATOMIC: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
-    #[allow(missing_docs)]
+    /// Receives through an SRQ.
     pub const SRQ_RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
-    #[allow(missing_docs)]
+    /// FLUSH targets.
     pub const FLUSH: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH;
-    #[allow(missing_docs)]
+    /// ATOMIC WRITE targets.
     pub const ATOMIC_WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
 }
 
