@@ -268,6 +268,70 @@ pub fn ack_timeout_us(timeout: u8) -> Option<u64> {
     }
 }
 
+/// The retransmit timer's backoff.
+///
+/// A timer that expires while the responder is merely slow (a loaded or
+/// debug kernel, many QPs on few CPUs) sends everything again; the
+/// responder then has twice the work, answers later still, and every later
+/// message times out too. So each expiry doubles the timer, up to four
+/// times the QP's local ACK timeout (the range the IBA gives the transport
+/// timer), and it comes back down one step after every [`Backoff::CLEAN`]
+/// acknowledgements that made progress without an expiry in between.
+/// `retry_cnt` still counts every expiry.
+///
+/// Invariant: `shift <= Backoff::MAX_SHIFT` and `clean < Backoff::CLEAN`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Backoff {
+    shift: u8,
+    clean: u8,
+    expired: bool,
+}
+
+impl Backoff {
+    /// The timer grows to at most 2^MAX_SHIFT times the local ACK timeout.
+    pub const MAX_SHIFT: u8 = 2;
+    /// Progress acknowledgements without an expiry that undo one doubling.
+    pub const CLEAN: u8 = 32;
+
+    /// The timer for the QP attribute `timeout` now; `None` when disabled.
+    pub fn timeout_us(&self, timeout: u8) -> Option<u64> {
+        ack_timeout_us(timeout).map(|us| us << self.shift)
+    }
+
+    /// The timer expired.
+    pub fn on_expiry(&mut self) {
+        if self.shift < Self::MAX_SHIFT {
+            self.shift += 1;
+        }
+        self.clean = 0;
+        self.expired = true;
+    }
+
+    /// An acknowledgement (or response) made progress.
+    pub fn on_progress(&mut self) {
+        if self.expired {
+            // The first progress after an expiry may answer the
+            // retransmission: it says nothing about the timer's length.
+            self.expired = false;
+            self.clean = 0;
+            return;
+        }
+        if self.shift == 0 {
+            return;
+        }
+        self.clean += 1;
+        if self.clean >= Self::CLEAN {
+            self.shift -= 1;
+            self.clean = 0;
+        }
+    }
+
+    /// The current multiplier's exponent (0 ..= MAX_SHIFT).
+    pub fn shift(&self) -> u8 {
+        self.shift
+    }
+}
+
 /// How the responder takes a request's PSN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PsnCheck {
@@ -302,6 +366,48 @@ pub fn op_sequence_ok(in_progress: Option<bool>, is_send: bool, pos: Pos) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backoff_doubles_on_expiry_up_to_four_times() {
+        let mut b = Backoff::default();
+        assert_eq!(b.timeout_us(14), Some(67_108));
+        b.on_expiry();
+        assert_eq!(b.timeout_us(14), Some(2 * 67_108));
+        b.on_expiry();
+        assert_eq!(b.timeout_us(14), Some(4 * 67_108));
+        b.on_expiry();
+        assert_eq!(b.shift(), Backoff::MAX_SHIFT);
+        assert_eq!(b.timeout_us(14), Some(4 * 67_108));
+        assert_eq!(b.timeout_us(0), None);
+    }
+
+    #[test]
+    fn backoff_comes_down_after_clean_progress() {
+        let mut b = Backoff::default();
+        b.on_expiry();
+        b.on_expiry();
+        // The progress right after an expiry does not count.
+        b.on_progress();
+        for _ in 0..Backoff::CLEAN - 1 {
+            b.on_progress();
+        }
+        assert_eq!(b.shift(), 2);
+        b.on_progress();
+        assert_eq!(b.shift(), 1);
+        // An expiry in between starts the count again.
+        for _ in 0..Backoff::CLEAN - 1 {
+            b.on_progress();
+        }
+        b.on_expiry();
+        assert_eq!(b.shift(), 2);
+        b.on_progress();
+        for _ in 0..2 * Backoff::CLEAN {
+            b.on_progress();
+        }
+        assert_eq!(b.shift(), 0);
+        b.on_progress();
+        assert_eq!(b, Backoff::default());
+    }
 
     #[test]
     fn psn_arithmetic_wraps_at_24_bits() {

@@ -145,6 +145,8 @@ pub struct RcState {
     acked: Option<u32>,
     retry_left: u8,
     rnr_left: u8,
+    /// The retransmit timer's backoff after expiries.
+    backoff: rc::Backoff,
     /// When the oldest outstanding packet is retransmitted.
     deadline: Option<Instant<Monotonic>>,
     /// The end of an RNR wait.
@@ -195,6 +197,7 @@ impl RcState {
             acked: None,
             retry_left: 0,
             rnr_left: 0,
+            backoff: rc::Backoff::default(),
             deadline: None,
             rnr_until: None,
             timer: None,
@@ -224,6 +227,7 @@ impl RcState {
         self.off = 0;
         self.rd_atomic = 0;
         self.acked = None;
+        self.backoff = rc::Backoff::default();
         self.deadline = None;
         self.rnr_until = None;
         self.stalled = false;
@@ -455,8 +459,9 @@ fn not_after(a: Instant<Monotonic>, b: Instant<Monotonic>) -> bool {
     (a - b).as_nanos() <= 0
 }
 
-fn ack_timeout(a: &QpAttrs) -> Option<Delta> {
-    rc::ack_timeout_us(a.timeout).map(|us| Delta::from_micros(us as i64))
+/// The retransmit timer for QP attributes `a`, after the backoff `b`.
+fn ack_timeout(a: &QpAttrs, b: &rc::Backoff) -> Option<Delta> {
+    b.timeout_us(a.timeout).map(|us| Delta::from_micros(us as i64))
 }
 
 /// One packet, from the wire or from a local peer.
@@ -920,7 +925,7 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
     // As rxe does, every packet sent restarts the retransmit timer: it
     // measures silence after the last packet, so a slow responder still
     // working through a burst is not taken for a lost one.
-    rc.deadline = ack_timeout(&a).map(|t| Instant::<Monotonic>::now() + t);
+    rc.deadline = ack_timeout(&a, &rc.backoff).map(|t| Instant::<Monotonic>::now() + t);
     Step::Packet(tx, i)
 }
 
@@ -965,6 +970,7 @@ fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
             let cons = g.sq.consumer();
             if let Some(k) = rc.oldest_outstanding(cons) {
                 if rc.retry(cons, k, false, g.attrs.retry_cnt) {
+                    rc.backoff.on_expiry();
                     if let Some(x) = rc.acked {
                         rc.resume_at(cons, k, psn_add(x, 1));
                     }
@@ -1129,7 +1135,8 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         }
         if progressed {
             rc.retry_left = a.retry_cnt;
-            rc.deadline = ack_timeout(&a).map(|t| Instant::<Monotonic>::now() + t);
+            rc.backoff.on_progress();
+            rc.deadline = ack_timeout(&a, &rc.backoff).map(|t| Instant::<Monotonic>::now() + t);
         }
         complete_ready(s, &mut rc, &mut s.inner.lock());
         let kick = (rewound && rc.rnr_until.is_none()) || ((progressed || rewound) && rc.stalled);

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # RC (reliable connected) transport. First rrxe_rc_test's modes between QPs
 # of one device (SEND scatter/gather and immediates, RDMA WRITE and READ,
-# atomics and a fetch_add race, RNR retries, the ERR flush, remote access
+# atomics and a fetch_add race, RNR and transport retries, the ERR flush, remote access
 # violations, memory windows), data compared byte for byte. Then the stock
 # tools on that device: ibv_rc_pingpong and ibv_srq_pingpong validating every
 # buffer, perftest's RC bandwidth and latency tests over verbs and rdma_cm.
@@ -15,7 +15,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 29
+ktap_set_plan 30
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
@@ -38,6 +38,8 @@ check "RC WRITE of 64 KiB, WRITE with immediate, READ of 64 KiB + 1, 1 byte and 
 check "RC FETCH_AND_ADD and CMP_AND_SWP (swap and no swap); two QPs race 400 fetch_add(1): all values distinct" t atomic
 check "RC RNR: no receive and rnr_retry 0 gives RNR_RETRY_EXC_ERR; with rnr_retry 7 a receive posted 200 ms late takes the SEND" \
 	t rnr
+check "RC transport retries: a WRITE to a destroyed QP is retried 3 times on a backed-off timer, then RETRY_EXC_ERR; counters match" \
+	t retry
 check "RC error: both QPs in ERR, later WQEs and the receives flushed with WR_FLUSH_ERR, target unchanged" t flush_err
 check "RC remote access violations (foreign PD, wrong key, past the MR, u64 wrap, access rights, misaligned atomic, invalidated and foreign windows) fail, target unchanged" \
 	t security

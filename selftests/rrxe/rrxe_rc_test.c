@@ -19,6 +19,9 @@
  *               not; two QP pairs racing 200 fetch_add(1) each on one word
  *   rnr         a SEND with no receive posted: RNR retries exhausted at
  *               rnr_retry 0; with rnr_retry 7 it waits for the receive
+ *   retry       a WRITE to a QP that was destroyed: three transport
+ *               retries on a timer that backs off, then RETRY_EXC_ERR
+ *               and the QP in ERR; the port counters count them
  *   flush_err   after a failed WRITE both QPs are in ERR and every WQE
  *               behind it, later ones and the receives flush
  *   security    remote access violations (foreign PD, wrong key, past the
@@ -79,9 +82,12 @@ struct popt {
 	uint8_t rnr_retry;	/* both QPs' RNR retry count */
 	uint8_t min_rnr_timer;	/* both QPs' RNR NAK timer */
 	bool ex;		/* a made with ibv_create_qp_ex (atomic send ops) */
+	uint8_t timeout;	/* both QPs' local ACK timeout */
+	uint8_t retry_cnt;	/* both QPs' transport retry count */
 };
 
-static const struct popt def = { REMOTE_ALL, 7, 12, false };
+static const struct popt def = { .b_access = REMOTE_ALL, .rnr_retry = 7, .min_rnr_timer = 12,
+				 .timeout = 14, .retry_cnt = 7 };
 
 static int find_gid(void)
 {
@@ -227,8 +233,8 @@ static int connect_qp(struct ibv_qp *q, uint32_t peer, int access, uint32_t sq_p
 		FAIL("QP %u to RTR: %s", q->qp_num, strerror(ret));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
 	a.rnr_retry = o->rnr_retry;
 	a.sq_psn = sq_psn;
 	a.max_rd_atomic = 16;
@@ -734,6 +740,70 @@ static int mode_rnr(void)
 	return 0;
 }
 
+/* A port counter of the device under test; -1 when it cannot be read. */
+static long long counter(const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 ibv_get_device_name(ctx->device), name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int mode_retry(void)
+{
+	/* 4.096 us * 2^12 = 16.8 ms; three retries, then RETRY_EXC_ERR. */
+	struct popt o = def;
+	struct pair p;
+	long long r0, x0, r1, x1;
+	long t0, ms;
+	int ret;
+
+	o.timeout = 12;
+	o.retry_cnt = 3;
+	pattern(src, BUF, 5);
+	if (pair_new(&p, &o))
+		return 1;
+	/* The responder goes away: nothing answers the requester's packets. */
+	ret = ibv_destroy_qp(p.b.qp);
+	if (ret)
+		FAIL("destroy the responder QP: %s", strerror(ret));
+	p.b.qp = NULL;
+	r0 = counter("completer_retry_err");
+	x0 = counter("retry_exceeded_err");
+	if (r0 < 0 || x0 < 0)
+		FAIL("cannot read the retry counters");
+	t0 = now_ms();
+	if (post_rdma(p.a.qp, IBV_WR_RDMA_WRITE, 1, src, 3000, smr->lkey, (uintptr_t)dst, dmr->rkey, 0) ||
+	    expect(p.a.scq, "WRITE to a QP that is gone, retry_cnt 3", 1, IBV_WC_RETRY_EXC_ERR, -1, -1))
+		return 1;
+	ms = now_ms() - t0;
+	r1 = counter("completer_retry_err");
+	x1 = counter("retry_exceeded_err");
+	if (r1 - r0 != 3 || x1 - x0 != 1)
+		FAIL("retry counters went up by %lld and %lld, not 3 and 1", r1 - r0, x1 - x0);
+	/*
+	 * The timer doubles with each expiry, up to four times: 1 + 2 + 4 + 4
+	 * timeouts of 16.8 ms pass before the error (a fixed timer: 67 ms).
+	 */
+	if (ms < 180)
+		FAIL("RETRY_EXC_ERR after %ld ms, before the backed-off timers (184 ms) ran out", ms);
+	if (qp_state(p.a.qp) != IBV_QPS_ERR)
+		FAIL("the requester is not in ERR after RETRY_EXC_ERR");
+	if (pair_free(&p))
+		return 1;
+	printf("retry ok: RETRY_EXC_ERR after %ld ms, 3 retries counted\n", ms);
+	return 0;
+}
+
 static int mode_flush_err(void)
 {
 	struct pair p;
@@ -1153,13 +1223,13 @@ static const struct {
 } modes[] = {
 	{ "send", mode_send },		{ "write_read", mode_write_read }, { "atomic", mode_atomic },
 	{ "rnr", mode_rnr },		{ "flush_err", mode_flush_err },   { "security", mode_security },
-	{ "mw", mode_mw },
+	{ "mw", mode_mw },		{ "retry", mode_retry },
 };
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|flush_err|security|mw\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
