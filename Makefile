@@ -5,14 +5,18 @@
 #                                         (default: the cached test kernel,
 #                                         built on first use)
 # make run                                set up, build, boot a guest, show rrxe0
-# make test                               set up, build, run every test
+# make test                               set up, build, run the host crate's
+#                                         tests and the selftests on the test kernel
+# make test-debug                         the selftests on the debug kernel
+#                                         (KASAN, lockdep, kmemleak; about an hour)
+# make test-all                           both
 # make kernel / make debug-kernel         build (or reuse) a test kernel
 # make clean
 
 TOOLS := $(CURDIR)/tools
 SHELL := /bin/bash
 
-.PHONY: all modules setup run test clean kernel debug-kernel
+.PHONY: all modules setup run test test-debug test-all clean kernel debug-kernel
 
 all: modules
 
@@ -37,6 +41,12 @@ run: setup
 
 test: setup
 	$(TOOLS)/run-tests
+
+test-debug: setup
+	$(TOOLS)/run-tests --debug
+
+test-all: setup
+	$(TOOLS)/run-tests --all
 
 clean:
 	find . -path ./host/target -prune -o \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' \
