@@ -8,7 +8,7 @@
 # make test                               set up, build, run the host crate's
 #                                         tests and the selftests on the test kernel
 # make test-debug                         the selftests on the debug kernel
-#                                         (KASAN, lockdep, kmemleak; about an hour)
+#                                         (KASAN, lockdep, kmemleak; about 80 min)
 # make test-all                           both
 # make kernel / make debug-kernel         build (or reuse) a test kernel
 # make clean

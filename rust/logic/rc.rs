@@ -274,8 +274,9 @@ pub fn ack_timeout_us(timeout: u8) -> Option<u64> {
 /// debug kernel, many QPs on few CPUs) sends everything again; the
 /// responder then has twice the work, answers later still, and every later
 /// message times out too. So each expiry doubles the timer, up to four
-/// times the QP's local ACK timeout (the range the IBA gives the transport
-/// timer), and it comes back down one step after every [`Backoff::CLEAN`]
+/// times the QP's local ACK timeout (a bound chosen so that the timeout a
+/// QP asked for keeps its order of magnitude), and it comes back down one
+/// step after every [`Backoff::CLEAN`]
 /// acknowledgements that made progress without an expiry in between.
 /// `retry_cnt` still counts every expiry.
 ///
