@@ -196,3 +196,19 @@ pair() {
 	fi
 }
 
+
+# The kernel log's length now, for no_kernel_report.
+kmsg_mark() { dmesg | wc -l; }
+
+# no_kernel_report MARK: fails, printing them, if the kernel logged a WARN,
+# BUG, oops, KASAN, lockdep or hung-task report after MARK (from kmsg_mark).
+# The same patterns as tools/guest-init's scan of the whole run.
+no_kernel_report() {
+	local re='WARNING:|BUG:|Oops|KASAN|UBSAN|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|suspicious RCU usage|INFO: task .* blocked|kernel BUG|list_add corruption|list_del corruption|refcount_t:|Kernel panic'
+	local hits
+	hits=$(dmesg | tail -n +"$(($1 + 1))" | grep -E "$re")
+	[ -z "$hits" ] && return 0
+	echo "kernel reports:"
+	printf '%s\n' "$hits" | head -n 20
+	return 1
+}

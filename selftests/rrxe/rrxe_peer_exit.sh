@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# A process streams a 256 MiB message (UC SEND, RC WRITE, RC READ) to a QP
+# of another process on the same device, and that process is killed with
+# SIGKILL mid-stream. The killed process's context must be torn down with
+# nothing left behind and no kernel report (its rings used to outlive it in
+# the streamer's hands: a WARN in uverbs_destroy_ufile_hw, then a
+# use-after-free of the freed context when the streamer let go); the
+# streamer gets its completion; the device deletes cleanly afterwards.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+
+ktap_print_header
+ktap_set_plan 5
+
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_dummy rrxtd0 && ip addr add 10.79.1.1/24 dev rrxtd0 && link_add rrxepx0 rrxtd0 ||
+	ktap_exit_fail_msg "setup failed"
+wait_gid rrxepx0 ffff:10.79.1.1 || ktap_exit_fail_msg "GIDs did not appear"
+bin=$(mktemp -d)/rrxe_peer_exit_test
+cc -Wall -O2 -o "$bin" "$dir/rrxe_peer_exit_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_peer_exit_test"
+
+# killed MODE: round 0 checks the data; three more rounds kill the peer at
+# 10, 40 and 70% of round 0's time; then no kernel report.
+killed() {
+	local mark
+	mark=$(kmsg_mark)
+	timeout 600 "$bin" rrxepx0 "$1" 3 && no_kernel_report "$mark"
+}
+
+check "UC SEND of 256 MiB: the receiver killed mid-stream, 3 times" killed uc
+check "RC WRITE of 256 MiB: the target killed mid-stream, 3 times" killed rc_write
+check "RC READ of 256 MiB: the responder killed mid-stream, 3 times" killed rc_read
+# No user object of the test program is left (the MAD layer's own kernel
+# QPs, CQs, PD and MR stay).
+no_leftovers() {
+	local k
+	for k in qp cq mr pd; do
+		! rdma resource show "$k" dev rrxepx0 | grep 'comm rrxe_peer_exi' || return 1
+	done
+}
+check "the killed processes left no QP, CQ, MR or PD behind" no_leftovers
+check "the device deletes cleanly afterwards" \
+	bash -c "rdma link delete rrxepx0 && ! test -e /sys/class/infiniband/rrxepx0"
+
+rm -rf "$(dirname "$bin")"
+cleanup_net
+ktap_finished
