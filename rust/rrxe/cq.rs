@@ -74,8 +74,19 @@ unsafe impl Sync for RrxeCq {}
 
 impl Drop for RrxeCq {
     fn drop(&mut self) {
-        // The C object goes after this: no notification may reach it.
-        self.shared.inner.lock().cq = None;
+        // The C object goes after this: no notification may reach it. A
+        // user ring goes back to its context now (a QP that another thread
+        // still holds may keep this state alive), and is freed outside the
+        // lock.
+        let ring = {
+            let mut g = self.shared.inner.lock();
+            g.cq = None;
+            match &mut g.ring {
+                Ring::User { ring, .. } => Some(ring.release()),
+                Ring::Kernel { .. } => None,
+            }
+        };
+        drop(ring);
         // SAFETY: See the `Send` impl.
         unsafe { (*self.dev).cq_count().fetch_sub(1, Ordering::Relaxed) };
     }

@@ -179,6 +179,24 @@ impl QpShared {
     pub fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire)
     }
+
+    /// Posts a completion to the send CQ. A destroyed QP that another
+    /// thread still holds completes nothing (`ENODEV`): its consumer has
+    /// forgotten it, and a kernel QP's handle is stale.
+    pub fn send_wc(&self, wc: &Wc) -> Result {
+        if self.is_dead() {
+            return Err(ENODEV);
+        }
+        cq::post(&self.send_cq, wc, false)
+    }
+
+    /// Posts a completion to the receive CQ, as [`Self::send_wc`] does.
+    pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> Result {
+        if self.is_dead() {
+            return Err(ENODEV);
+        }
+        cq::post(&self.recv_cq, wc, solicited)
+    }
 }
 
 /// The UC responder's state between packets.
@@ -231,22 +249,40 @@ unsafe impl Send for RrxeQp {}
 unsafe impl Sync for RrxeQp {}
 
 impl Drop for RrxeQp {
+    /// `destroy_qp`: everything tied to the user context or the device
+    /// goes here, not with the last reference. A peer's transport may hold
+    /// the QP a while longer (a local sender for the rest of a message); it
+    /// then finds a dead QP with empty, inert rings.
     fn drop(&mut self) {
-        // No timer or send task may touch the device after this returns:
-        // the timer is stopped (it holds a reference to the QP, and is
-        // never started again once the QP is dead), then queued tasks run
-        // out.
-        self.shared.dead.store(true, Ordering::Release);
-        let timer = self.shared.rc.lock().take_timer();
-        drop(timer);
-        crate::ib::net::flush_queue();
         // SAFETY: See the `Send` impl.
         let d = unsafe { &*self.dev };
-        if self.shared.qpn == GSI_QPN {
-            *d.gsi().lock() = None;
-        } else {
-            d.qp_pool().remove(self.shared.qpn);
-        }
+        let s = &self.shared;
+        // Unlinked first, so that no lookup (the receive work, a local
+        // sender) finds it again; the table's reference is dropped here,
+        // outside the table's lock.
+        let unlinked = if s.qpn == GSI_QPN { d.gsi().lock().take() } else { d.qp_pool().remove(s.qpn) };
+        drop(unlinked);
+        s.dead.store(true, Ordering::Release);
+        // Transport work already under way on this QP holds one of these
+        // locks and looks at `dead` under it: wait it out. The timer holds
+        // a reference to the QP and is never started again once it is dead.
+        drop(s.send_lock.lock());
+        let held = s.uc_rx.lock().held.take();
+        let (timer, rc_held) = {
+            let mut rc = s.rc.lock();
+            (rc.take_timer(), rc.release())
+        };
+        drop(timer);
+        // The rings go back to the user context now, under the lock that
+        // every access takes, and are freed outside it.
+        let (sq, rq) = {
+            let mut g = s.inner.lock();
+            g.attrs.state = QpState::Reset;
+            (g.sq.release(), g.rq.as_mut().map(UserRing::release))
+        };
+        drop((sq, rq, held, rc_held));
+        // Queued send tasks run out before the device may go.
+        crate::ib::net::flush_queue();
     }
 }
 
@@ -523,7 +559,7 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
                 wr_id: wqe::wr_id(&slot).unwrap_or(0),
                 ..Default::default()
             };
-            let _ = cq::post(&s.recv_cq, &wc, false);
+            let _ = s.recv_wc(&wc, false);
         }
         rx.seq.msg = None;
         rx.write = None;
@@ -541,14 +577,14 @@ pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
     let mut wc = Wc { status: status::WR_FLUSH_ERR, qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
     while g.sq.pop(&mut slot) {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-        if cq::post(&s.send_cq, &wc, false).is_err() {
+        if s.send_wc(&wc).is_err() {
             break;
         }
     }
     if let Some(rq) = g.rq.as_mut() {
         while rq.pop(&mut slot) {
             wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-            if cq::post(&s.recv_cq, &wc, false).is_err() {
+            if s.recv_wc(&wc, false).is_err() {
                 break;
             }
         }

@@ -44,6 +44,8 @@ enum Mem {
     /// Kernel memory of a kernel QP's ring (the kernel is both sides);
     /// `ptr` is `buf`'s heap address, stable while `buf` lives.
     Kernel { _buf: KVVec<u8>, ptr: *mut u8 },
+    /// Released by the owner's destruction: the ring is empty and inert.
+    Released,
 }
 
 // SAFETY: `ptr` points into the owned `_buf`; access is through the ring's
@@ -53,12 +55,21 @@ unsafe impl Send for Mem {}
 unsafe impl Sync for Mem {}
 
 impl Mem {
-    fn as_ptr(&self) -> *mut u8 {
+    /// The buffer; `None` once released.
+    fn as_ptr(&self) -> Option<*mut u8> {
         match self {
-            Mem::User(e) => e.as_ptr(),
-            Mem::Kernel { ptr, .. } => *ptr,
+            Mem::User(e) => Some(e.as_ptr()),
+            Mem::Kernel { ptr, .. } => Some(*ptr),
+            Mem::Released => None,
         }
     }
+}
+
+/// A ring's memory, taken out by [`UserRing::release`]. Dropping it gives
+/// the mmap entry back to the user context (or frees a kernel ring), which
+/// may sleep: drop it outside spinlocks.
+pub struct ReleasedRing {
+    _mem: Mem,
 }
 
 /// A ring in the rxe layout: in memory the owning process maps, or (for
@@ -66,9 +77,10 @@ impl Mem {
 ///
 /// # Invariants
 ///
-/// `entry`'s buffer holds at least `geo.buf_len()` bytes and is page (user)
-/// or word (kernel) aligned; `own` (the kernel's index: producer or
-/// consumer by `role`) is masked by `geo.index_mask`.
+/// Unless released, `entry`'s buffer holds at least `geo.buf_len()` bytes
+/// and is page (user) or word (kernel) aligned; `own` (the kernel's index:
+/// producer or consumer by `role`) is masked by `geo.index_mask`. A
+/// released ring touches no memory: it is empty, full and inert.
 pub struct UserRing {
     entry: Mem,
     geo: Geometry,
@@ -85,9 +97,17 @@ impl UserRing {
         // INVARIANT: The entry has at least `buf_len` bytes (page-rounded
         // `vmalloc_user` memory); both indices are 0.
         let r = Self { entry, geo, role, own: 0 };
-        r.index(ring::LOG2_ELEM_OFF).store(r.geo.log2_elem, Ordering::Release);
-        r.index(ring::INDEX_MASK_OFF).store(r.geo.index_mask, Ordering::Release);
+        r.init_header();
         Ok(r)
+    }
+
+    fn init_header(&self) {
+        if let Some(w) = self.index(ring::LOG2_ELEM_OFF) {
+            w.store(self.geo.log2_elem, Ordering::Release);
+        }
+        if let Some(w) = self.index(ring::INDEX_MASK_OFF) {
+            w.store(self.geo.index_mask, Ordering::Release);
+        }
     }
 
     /// A zeroed kernel-memory ring the kernel consumes and fills itself
@@ -101,8 +121,7 @@ impl UserRing {
         // INVARIANT: `len` bytes, word aligned (kmalloc or vmalloc); both
         // indices 0.
         let r = Self { entry: Mem::Kernel { _buf: buf, ptr }, geo, role: Role::KernelConsumes, own: 0 };
-        r.index(ring::LOG2_ELEM_OFF).store(r.geo.log2_elem, Ordering::Release);
-        r.index(ring::INDEX_MASK_OFF).store(r.geo.index_mask, Ordering::Release);
+        r.init_header();
         Ok(r)
     }
 
@@ -112,29 +131,48 @@ impl UserRing {
         if !matches!(self.entry, Mem::Kernel { .. }) {
             return false;
         }
-        let prod = self.theirs();
+        let (Some(prod), Some(w)) = (self.theirs(), self.index(ring::PRODUCER_OFF)) else {
+            return false;
+        };
         if self.geo.is_full(prod, self.own) {
             return false;
         }
         self.write_slot(prod, bytes);
-        self.index(ring::PRODUCER_OFF).store(self.geo.next(prod), Ordering::Release);
+        w.store(self.geo.next(prod), Ordering::Release);
         true
     }
 
-    fn index(&self, off: usize) -> &AtomicU32 {
+    /// The header word at `off`; `None` once released.
+    fn index(&self, off: usize) -> Option<&AtomicU32> {
+        let base = self.entry.as_ptr()?;
         // SAFETY: `off` is one of the header's aligned word offsets, inside
-        // the buffer (the invariant); the memory lives as long as `self`;
-        // userspace accesses the indices atomically too.
-        unsafe { AtomicU32::from_ptr(self.entry.as_ptr().add(off).cast()) }
+        // the buffer (the invariant); the memory lives as long as `self`
+        // holds it; userspace accesses the indices atomically too.
+        Some(unsafe { AtomicU32::from_ptr(base.add(off).cast()) })
     }
 
-    /// The index userspace published (consumer or producer), masked.
-    fn theirs(&self) -> u32 {
+    /// Whether the ring still has its memory.
+    pub fn is_live(&self) -> bool {
+        !matches!(self.entry, Mem::Released)
+    }
+
+    /// Takes the ring's memory out, leaving an empty, inert ring: nothing
+    /// can be produced into or consumed from it again. Called by the
+    /// owner's destruction under its lock, so that an object another
+    /// thread still holds never touches a user context that is gone.
+    /// Drop the result outside spinlocks.
+    pub fn release(&mut self) -> ReleasedRing {
+        ReleasedRing { _mem: core::mem::replace(&mut self.entry, Mem::Released) }
+    }
+
+    /// The index userspace published (consumer or producer), masked;
+    /// `None` once released.
+    fn theirs(&self) -> Option<u32> {
         let off = match self.role {
             Role::KernelProduces => ring::CONSUMER_OFF,
             Role::KernelConsumes => ring::PRODUCER_OFF,
         };
-        self.index(off).load(Ordering::Acquire) & self.geo.index_mask
+        Some(self.index(off)?.load(Ordering::Acquire) & self.geo.index_mask)
     }
 
     fn publish(&self) {
@@ -142,7 +180,9 @@ impl UserRing {
             Role::KernelProduces => ring::PRODUCER_OFF,
             Role::KernelConsumes => ring::CONSUMER_OFF,
         };
-        self.index(off).store(self.own, Ordering::Release);
+        if let Some(w) = self.index(off) {
+            w.store(self.own, Ordering::Release);
+        }
     }
 
     /// The ring's geometry.
@@ -150,11 +190,12 @@ impl UserRing {
         self.geo
     }
 
-    /// Entries produced and not yet consumed.
+    /// Entries produced and not yet consumed (none once released).
     pub fn pending(&self) -> u32 {
+        let Some(theirs) = self.theirs() else { return 0 };
         match self.role {
-            Role::KernelProduces => self.geo.count(self.own, self.theirs()),
-            Role::KernelConsumes => self.geo.count(self.theirs(), self.own),
+            Role::KernelProduces => self.geo.count(self.own, theirs),
+            Role::KernelConsumes => self.geo.count(theirs, self.own),
         }
     }
 
@@ -162,33 +203,32 @@ impl UserRing {
     pub fn mmap_info(&self) -> MmapInfo {
         match &self.entry {
             Mem::User(e) => MmapInfo { offset: e.offset(), size: e.len() as u32, pad: 0 },
-            Mem::Kernel { .. } => MmapInfo::default(),
+            Mem::Kernel { .. } | Mem::Released => MmapInfo::default(),
         }
     }
 
-    /// Copies `bytes` into the slot of index `i`.
+    /// Copies `bytes` into the slot of index `i` (nothing once released).
     fn write_slot(&self, i: u32, bytes: &[u8]) {
+        let Some(base) = self.entry.as_ptr() else { return };
         let n = bytes.len().min(self.geo.elem_size());
         // SAFETY: The slot offset is within `buf_len` (masked index), `n`
         // does not pass the slot, and the buffer is alive with `self`. The
         // process may touch the memory concurrently; only bytes are copied.
-        unsafe {
-            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.entry.as_ptr().add(self.geo.slot_offset(i)), n)
-        };
+        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(self.geo.slot_offset(i)), n) };
     }
 
-    /// Copies the slot of index `i` into `out`.
+    /// Copies the slot of index `i` into `out` (nothing once released).
     fn read_slot(&self, i: u32, out: &mut [u8]) {
+        let Some(base) = self.entry.as_ptr() else { return };
         let n = out.len().min(self.geo.elem_size());
         // SAFETY: As in `write_slot`, in the other direction.
-        unsafe {
-            core::ptr::copy_nonoverlapping(self.entry.as_ptr().add(self.geo.slot_offset(i)), out.as_mut_ptr(), n)
-        };
+        unsafe { core::ptr::copy_nonoverlapping(base.add(self.geo.slot_offset(i)), out.as_mut_ptr(), n) };
     }
 
     /// Appends an entry (kernel-produced rings); `false` if full.
     pub fn push(&mut self, bytes: &[u8]) -> bool {
-        if self.role != Role::KernelProduces || self.geo.is_full(self.own, self.theirs()) {
+        let Some(theirs) = self.theirs() else { return false };
+        if self.role != Role::KernelProduces || self.geo.is_full(self.own, theirs) {
             return false;
         }
         self.write_slot(self.own, bytes);
@@ -250,11 +290,11 @@ impl UserRing {
     /// sleep, so it can run under the owner's lock.
     pub fn transfer_into(&self, new: &mut Self, buf: &mut [u8]) -> Result {
         let n = self.pending();
-        if n > new.geo.index_mask || new.role != self.role {
+        if n > new.geo.index_mask || new.role != self.role || !new.is_live() {
             return Err(EINVAL);
         }
         let mut i = match self.role {
-            Role::KernelProduces => self.theirs(),
+            Role::KernelProduces => self.theirs().ok_or(EINVAL)?,
             Role::KernelConsumes => self.own,
         };
         for k in 0..n {
@@ -265,7 +305,11 @@ impl UserRing {
         // `n <= index_mask`: no masking changes it.
         match self.role {
             Role::KernelProduces => new.own = n,
-            Role::KernelConsumes => new.index(ring::PRODUCER_OFF).store(n, Ordering::Release),
+            Role::KernelConsumes => {
+                if let Some(w) = new.index(ring::PRODUCER_OFF) {
+                    w.store(n, Ordering::Release);
+                }
+            }
         }
         new.publish();
         Ok(())

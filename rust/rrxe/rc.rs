@@ -240,6 +240,14 @@ impl RcState {
         self.timer.take()
     }
 
+    /// The QP's destruction: drops the message in progress and returns the
+    /// receive WQE it held (to be freed outside spinlocks).
+    pub fn release(&mut self) -> Option<(KVec<u8>, u32)> {
+        self.msg = None;
+        self.write = None;
+        self.held.take()
+    }
+
     fn slot_of(&self, cons: u32, k: u32) -> usize {
         (cons.wrapping_add(k) & self.mask) as usize
     }
@@ -366,7 +374,7 @@ impl RcState {
                 wr_id: wqe::wr_id(&slot).unwrap_or(0),
                 ..Default::default()
             };
-            let _ = cq::post(&s.recv_cq, &wc, false);
+            let _ = s.recv_wc(&wc, false);
         }
         self.msg = None;
         self.write = None;
@@ -413,7 +421,7 @@ fn complete_ready(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
         }
         let _ = g.sq.consume();
         if f.signaled || s.sig_all || f.wc.status != status::SUCCESS {
-            let _ = cq::post(&s.send_cq, &f.wc, false);
+            let _ = s.send_wc(&f.wc);
         }
         if f.wc.status != status::SUCCESS {
             to_err(s, rc, g);
@@ -676,6 +684,9 @@ enum Step {
 /// then packets until the send queue is empty or the requester must wait.
 pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     let _serial = s.send_lock.lock();
+    if s.is_dead() {
+        return Ok(());
+    }
     tick(dev, s);
     let mut slot = KVec::new();
     let mut buf = s.req_buf.lock();
@@ -1007,6 +1018,9 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     let d = dev.data();
     let kick = {
         let mut rc = s.rc.lock();
+        if s.is_dead() {
+            return;
+        }
         // The ring's lock only for the attributes and the consumer index
         // (which only `complete_ready` moves while the QP is not in ERR):
         // the scatter of read data and the atomic result happen under `rc`
@@ -1226,6 +1240,9 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     let d = dev.data();
     let reply = {
         let mut rc = s.rc.lock();
+        if s.is_dead() {
+            return;
+        }
         match rc::check_psn(p.psn, rc.epsn) {
             PsnCheck::Ahead => {
                 if rc.nak_sent {
@@ -1256,7 +1273,7 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                                 opcode: wqe::WC_RECV,
                                 ..Default::default()
                             };
-                            let _ = cq::post(&s.recv_cq, &wc, false);
+                            let _ = s.recv_wc(&wc, false);
                         }
                         let msn = rc.msn;
                         let mut g = s.inner.lock();
@@ -1433,7 +1450,7 @@ fn execute(
             }
             if let Some((slot, _)) = rc.held.take() {
                 wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-                let _ = cq::post(&s.recv_cq, &wc, p.se);
+                let _ = s.recv_wc(&wc, p.se);
                 rc.spare = slot;
             }
             rc.msg = None;
@@ -1500,7 +1517,7 @@ fn execute(
                         wr_id: wqe::wr_id(&slot).unwrap_or(0),
                         ..Default::default()
                     };
-                    let _ = cq::post(&s.recv_cq, &wc, p.se);
+                    let _ = s.recv_wc(&wc, p.se);
                     rc.spare = slot;
                 }
             }
@@ -1630,6 +1647,11 @@ fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
             let n = packets(u64::from(len), mtu as u32) as u32;
             let mut off = 0u64;
             for j in 0..n {
+                // A responder destroyed mid-read (its process killed, say)
+                // sends nothing more.
+                if s.is_dead() {
+                    break;
+                }
                 let pos = Pos::of(j, n);
                 let plen = (u64::from(len) - off).min(mtu);
                 let mut tx = none(base(rc::read_resp_opcode(pos), psn_add(psn, j)));

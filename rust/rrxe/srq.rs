@@ -121,10 +121,17 @@ unsafe impl Sync for RrxeSrq {}
 
 impl Drop for RrxeSrq {
     fn drop(&mut self) {
-        // The C object goes after this: no event may reach it.
-        self.shared.inner.lock().this = None;
+        // Unlinked first; then, under the lock every access takes, the C
+        // object (no event may reach it after this) and the ring (back to
+        // its context now, not with the last reference a QP may hold) go.
         // SAFETY: See the `Send` impl.
-        unsafe { (*self.dev).srq_pool().remove(self.shared.num) };
+        let unlinked = unsafe { (*self.dev).srq_pool().remove(self.shared.num) };
+        let ring = {
+            let mut g = self.shared.inner.lock();
+            g.this = None;
+            g.ring.release()
+        };
+        drop((unlinked, ring));
     }
 }
 

@@ -186,6 +186,13 @@ pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (
     let mut psn = a.sq_psn & 0x00ff_ffff;
     let mut sent = 0u64;
     for i in 0..n {
+        // A local peer destroyed mid-message (its process killed, say)
+        // takes nothing more: the rest of the message is lost, as it would
+        // be on the wire, and the QP is let go at once.
+        if dst.as_ref().is_some_and(|q| q.is_dead()) {
+            psn = seq::psn_add(psn, (n - i) as u32);
+            break;
+        }
         let pos = Pos::of(i as u32, n as u32);
         let plen = (len - sent).min(mtu as u64) as usize;
         let bth = Bth {
@@ -300,6 +307,10 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     // Every packet but a message's last carries exactly one MTU.
     let bad_len = if pos.ends() { p.payload.len() > mtu } else { p.payload.len() != mtu };
     let mut rx = qp.uc_rx.lock();
+    // A destroyed QP that a local sender still holds takes nothing.
+    if qp.is_dead() {
+        return;
+    }
     match rx.seq.judge(p.psn, kind, pos) {
         Verdict::Drop => {
             abandon(&mut rx);
@@ -328,7 +339,7 @@ fn complete_held(qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicited: bool) {
         wc.qp_num = qp.qpn;
         wc.qp_cookie = qp.handle;
         wc.port_num = 1;
-        let _ = cq::post(&qp.recv_cq, &wc, solicited);
+        let _ = qp.recv_wc(&wc, solicited);
     }
 }
 

@@ -82,6 +82,9 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     }
     // One doorbell at a time works through a QP's send queue.
     let _serial = s.send_lock.lock();
+    if s.is_dead() {
+        return Ok(());
+    }
     let size = s.inner.lock().sq.geometry().elem_size();
     let mut slot = KVec::new();
     slot.resize(size, 0u8, GFP_KERNEL)?;
@@ -99,7 +102,7 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             uc::send_one(dev, s, &slot, &attrs)
         };
         if sig || signaled || wc.status != status::SUCCESS {
-            let _ = cq::post(&s.send_cq, &wc, false);
+            let _ = s.send_wc(&wc);
         }
         if wc.status != status::SUCCESS {
             // A failed WQE puts the QP in the error state and flushes the
@@ -404,7 +407,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
             wc.ex = imm;
         }
     }
-    let _ = cq::post(&qp.recv_cq, &wc, dg.solicited);
+    let _ = qp.recv_wc(&wc, dg.solicited);
 }
 
 /// Writes `a` then `b` across a receive WQE's SGEs.
