@@ -39,7 +39,10 @@ impl kernel::Module for RrxeModule {
         unsafe { ib::init() };
         let link_type = ib::link::link_type();
         if link_type.to_bytes().is_empty()
-            || !link_type.to_bytes().iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            || !link_type
+                .to_bytes()
+                .iter()
+                .all(|c| c.is_ascii_alphanumeric() || *c == b'_')
         {
             pr_err!("link_type must be a non-empty name of letters, digits and '_'\n");
             return Err(EINVAL);
@@ -55,7 +58,10 @@ impl kernel::Module for RrxeModule {
             }
         };
         pr_info!("loaded, link type {}\n", link_type.to_str().unwrap_or("?"));
-        Ok(Self { link: Some(link), notifier: Some(notifier) })
+        Ok(Self {
+            link: Some(link),
+            notifier: Some(notifier),
+        })
     }
 }
 

@@ -57,7 +57,8 @@ fn headers_parse_and_round_trip() {
         v6 += usize::from(ip_len == 40);
         let udp = &ip[ip_len..];
         assert_eq!(u16::from_be_bytes([udp[2], udp[3]]), hdr::ROCE_V2_PORT);
-        let (bth, l, payload) = hdr::split(&udp[8..]).unwrap_or_else(|| panic!("frame {i} does not split"));
+        let (bth, l, payload) =
+            hdr::split(&udp[8..]).unwrap_or_else(|| panic!("frame {i} does not split"));
         seen.insert(bth.opcode);
         assert_eq!((bth.tver, bth.pkey), (0, 0xffff), "frame {i}");
         let mut raw = [0u8; hdr::BTH];
@@ -86,7 +87,10 @@ fn headers_parse_and_round_trip() {
             op => panic!("frame {i}: unexpected opcode {op:#x}"),
         }
     }
-    assert!(seen.contains(&0x64) && seen.contains(&0x11) && seen.contains(&0x00), "{seen:?}");
+    assert!(
+        seen.contains(&0x64) && seen.contains(&0x11) && seen.contains(&0x00),
+        "{seen:?}"
+    );
     assert!(v6 >= 10, "{v6} IPv6 frames");
 }
 
@@ -95,8 +99,16 @@ fn ip_and_udp_headers_parse_and_rebuild() {
     for (i, f) in frames().iter().enumerate() {
         let (ip, ip_len) = ip_packet(f);
         let info = pkt::parse(ip).unwrap_or_else(|e| panic!("frame {i}: {e:?}"));
-        assert_eq!((info.ip_len, info.total, info.v6), (ip_len, ip.len(), ip_len == 40), "frame {i}");
-        assert!(info.sport >= 0xc000, "frame {i}: source port {:#x}", info.sport);
+        assert_eq!(
+            (info.ip_len, info.total, info.v6),
+            (ip_len, ip.len(), ip_len == 40),
+            "frame {i}"
+        );
+        assert!(
+            info.sport >= 0xc000,
+            "frame {i}: source port {:#x}",
+            info.sport
+        );
         // rrxe's headers for the same packet are rdma_rxe's, byte for byte
         // (the IPv4 identification is the stack's choice: copied over).
         let o = pkt::IpOut {
@@ -117,6 +129,10 @@ fn ip_and_udp_headers_parse_and_rebuild() {
         assert_eq!(&mine[..ip_len + 8], &ip[..ip_len + 8], "frame {i}");
         // And the ICRC over them is what rdma_rxe sent.
         let (body, trailer) = mine.split_at(mine.len() - 4);
-        assert_eq!(icrc::icrc(body).unwrap().to_le_bytes(), trailer, "frame {i}");
+        assert_eq!(
+            icrc::icrc(body).unwrap().to_le_bytes(),
+            trailer,
+            "frame {i}"
+        );
     }
 }

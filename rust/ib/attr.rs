@@ -17,8 +17,7 @@ pub mod cap {
     /// Automatic path migration.
     pub const AUTO_PATH_MIG: u64 = bindings::ib_device_cap_flags_IB_DEVICE_AUTO_PATH_MIG as u64;
     /// Change of physical port.
-    pub const CHANGE_PHY_PORT: u64 =
-        bindings::ib_device_cap_flags_IB_DEVICE_CHANGE_PHY_PORT as u64;
+    pub const CHANGE_PHY_PORT: u64 = bindings::ib_device_cap_flags_IB_DEVICE_CHANGE_PHY_PORT as u64;
     /// UD AV port enforcement.
     pub const UD_AV_PORT_ENFORCE: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_UD_AV_PORT_ENFORCE as u64;
@@ -52,11 +51,9 @@ pub mod cap {
 pub mod kcap {
     use super::bindings;
     /// `rdma link delete` may unregister the device.
-    pub const ALLOW_USER_UNREG: u64 =
-        bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+    pub const ALLOW_USER_UNREG: u64 = bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
     /// `IB_ACCESS_ON_DEMAND` is accepted by `reg_user_mr`.
-    pub const ON_DEMAND_PAGING: u64 =
-        bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
+    pub const ON_DEMAND_PAGING: u64 = bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
 }
 
 /// On-demand paging capabilities (`struct ib_odp_caps`).
@@ -110,7 +107,10 @@ pub enum AtomicCap {
 /// Device attributes reported by `query_device`.
 ///
 /// Each field is the `struct ib_device_attr` field of the same name.
-#[expect(missing_docs, reason = "fields mirror struct ib_device_attr one to one")]
+#[expect(
+    missing_docs,
+    reason = "fields mirror struct ib_device_attr one to one"
+)]
 #[derive(Clone, Debug, Default)]
 pub struct DeviceAttrs {
     pub sys_image_guid: [u8; 8],

@@ -49,7 +49,10 @@ impl NotifyFlags {
         } else {
             None
         };
-        Self { arm, report_missed: f & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0 }
+        Self {
+            arm,
+            report_missed: f & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0,
+        }
     }
 }
 
@@ -113,7 +116,10 @@ impl<'a> WcOut<'a> {
 /// Points to a CQ of driver `T` that was alive when the handle was made.
 /// Whoever holds a handle must stop using it before the CQ is destroyed
 /// (the driver's CQ data keeps a "destroyed" flag under its lock for that).
-pub struct CqRef<T: Driver>(core::ptr::NonNull<bindings::ib_cq>, core::marker::PhantomData<T>);
+pub struct CqRef<T: Driver>(
+    core::ptr::NonNull<bindings::ib_cq>,
+    core::marker::PhantomData<T>,
+);
 
 // SAFETY: The pointer is only dereferenced under the rules above, which do
 // not depend on the thread.
@@ -127,7 +133,10 @@ impl<T: Driver> CqRef<T> {
     /// `cq` must be a CQ of driver `T` being created or alive.
     pub(crate) unsafe fn from_raw(cq: *mut bindings::ib_cq) -> Self {
         // SAFETY: Not null by the caller's promise.
-        Self(unsafe { core::ptr::NonNull::new_unchecked(cq) }, core::marker::PhantomData)
+        Self(
+            unsafe { core::ptr::NonNull::new_unchecked(cq) },
+            core::marker::PhantomData,
+        )
     }
 
     /// Calls the consumer's completion handler.

@@ -16,28 +16,28 @@
 //! that share the driver id.
 
 use super::{
+    ah::AhInit,
     attr::{DeviceAttrs, PortAttrs, PortImmutable},
     bindings,
-    ah::AhInit,
     cq::{CqAttr, CqRef, NotifyFlags, WcOut},
-    qp::{self, QpInit},
-    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
-    wr::{RecvWr, SendWr},
-    stats,
     dm::{self, Dm, DmMrRequest, DmRequest, DmSlot},
     mmap,
-    netdev::NetDev,
     mr::{FastRegType, Mr, MrSlot, ReregFlags, UserMrRequest},
+    netdev::NetDev,
     object::{Ah, Cq, Mw, Pd, Qp, Srq, Ucontext},
+    qp::{self, QpInit},
+    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
+    stats,
     udata::Udata,
+    wr::{RecvWr, SendWr},
 };
-use core::{marker::PhantomData, ptr::NonNull};
-use kernel::{error::from_result, prelude::*, types::Opaque};
 use crate::logic::{
     access::MwType,
     pma,
     qp::{Av, QpAttrs, QpCap, QpState},
 };
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{error::from_result, prelude::*, types::Opaque};
 use pin_init::PinInit;
 
 /// The operations a provider implements.
@@ -203,7 +203,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
     }
 
     /// Changes the attributes `mask` names.
-    fn modify_srq(_srq: &Srq<Self>, _attr: SrqAttr, _mask: SrqMask, _udata: Option<&Udata>) -> Result {
+    fn modify_srq(
+        _srq: &Srq<Self>,
+        _attr: SrqAttr,
+        _mask: SrqMask,
+        _udata: Option<&Udata>,
+    ) -> Result {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -230,7 +235,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// A new QP in `pd`. Returns its data, its number and the capacities
     /// it has (at least those asked for), which go back to the caller.
-    fn create_qp(_pd: &Pd<Self>, _init: &QpInit, _udata: Option<&Udata>) -> Result<(Self::Qp, u32, QpCap)> {
+    fn create_qp(
+        _pd: &Pd<Self>,
+        _init: &QpInit,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self::Qp, u32, QpCap)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -291,11 +300,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     }
 
     /// A new memory window of type `ty` in `pd`; returns its data and rkey.
-    fn alloc_mw(
-        _pd: &Pd<Self>,
-        _ty: MwType,
-        _udata: Option<&Udata>,
-    ) -> Result<(Self::Mw, u32)> {
+    fn alloc_mw(_pd: &Pd<Self>, _ty: MwType, _udata: Option<&Udata>) -> Result<(Self::Mw, u32)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -367,9 +372,7 @@ impl<T: Driver> Device<T> {
     pub fn name(&self) -> &CStr {
         // SAFETY: `dev.kobj.name` is set by `assign_name` before any callback
         // and is NUL-terminated.
-        unsafe {
-            CStr::from_ptr(bindings::rrxe_ib_device_name(self.as_raw()).cast())
-        }
+        unsafe { CStr::from_ptr(bindings::rrxe_ib_device_name(self.as_raw()).cast()) }
     }
 
     /// The netdev bound to `port`, with a reference held.
@@ -514,7 +517,8 @@ impl<T: Driver> NewDevice<T> {
                 // Declares the DM alloc method's mmap-offset attribute.
                 bindings::rrxe_ib_set_dm_uapi(ib);
             }
-            (*ib).uverbs_cmd_mask |= (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+            (*ib).uverbs_cmd_mask |= (1u64
+                << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
                 | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
         }
         // INVARIANT: Allocated, data initialised, ops installed, unregistered.
@@ -569,7 +573,8 @@ impl<T: Driver> NewDevice<T> {
             let r = bindings::ib_device_set_netdev(ib, ndev.as_raw(), 1);
             if r == 0 {
                 bindings::rrxe_ib_set_parent(ib, ndev.as_raw());
-                (*ib).name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER as _;
+                (*ib).name_assign_type =
+                    bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER as _;
                 bindings::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut())
             } else {
                 r
@@ -898,9 +903,8 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             // SAFETY: The core passes a zeroed object of `size_ib_ucontext`
             // bytes whose `device` is ours, and a valid udata.
-            let (dev, udata) = unsafe {
-                (Device::<T>::from_raw((*uc).device), Udata::from_raw(udata))
-            };
+            let (dev, udata) =
+                unsafe { (Device::<T>::from_raw((*uc).device), Udata::from_raw(udata)) };
             let data = T::alloc_ucontext(dev, udata)?;
             // SAFETY: The object was sized for `Ucontext<T>`; its data part is
             // uninitialised and ours to write.
@@ -921,10 +925,14 @@ impl<T: Driver> Adapter<T> {
     /// away (and the module unload) while processes still hold contexts.
     unsafe extern "C" fn disassociate_ucontext(_uc: *mut bindings::ib_ucontext) {}
 
-    unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: As for `alloc_ucontext`.
-            let (dev, udata) = unsafe { (Device::<T>::from_raw((*pd).device), Udata::from_raw(udata)) };
+            let (dev, udata) =
+                unsafe { (Device::<T>::from_raw((*pd).device), Udata::from_raw(udata)) };
             let data = T::alloc_pd(dev, udata)?;
             // SAFETY: As for `alloc_ucontext`.
             unsafe { Pd::<T>::init_data(pd, data) };
@@ -932,7 +940,10 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: `alloc_pd` succeeded for this object; called once.
         unsafe { Pd::<T>::drop_data(pd) };
         0
@@ -962,7 +973,12 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: The core passes a live PD of this device and a valid
             // udata for the call.
             let (pd, udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
-            let req = UserMrRequest { start, length, iova, access: access as u32 };
+            let req = UserMrRequest {
+                start,
+                length,
+                iova,
+                access: access as u32,
+            };
             let slot = MrSlot::<T>::new()?;
             let (data, key) = T::reg_user_mr(pd, req, udata)?;
             Ok(slot.fill(data, key, 0, 0))
@@ -986,17 +1002,29 @@ impl<T: Driver> Adapter<T> {
                 // `MrSlot::fill`), the PD to use (the old one when unchanged)
                 // and a valid udata, for the call.
                 unsafe { (Mr::<T>::from_raw(mr), Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
-            let req = UserMrRequest { start, length, iova, access: access as u32 };
+            let req = UserMrRequest {
+                start,
+                length,
+                iova,
+                access: access as u32,
+            };
             let flags = ReregFlags::from_raw(flags as u32);
             // The core fills in the range only for new registrations.
-            let (iova, length) = if flags.translation { (iova, length) } else { mr.iova_length() };
+            let (iova, length) = if flags.translation {
+                (iova, length)
+            } else {
+                mr.iova_length()
+            };
             let slot = MrSlot::<T>::new()?;
             let (data, key) = T::rereg_user_mr(mr, flags, req, pd, udata)?;
             Ok(slot.fill(data, key, iova, length))
         })())
     }
 
-    unsafe extern "C" fn get_dma_mr(pd: *mut bindings::ib_pd, access: c_int) -> *mut bindings::ib_mr {
+    unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
         Self::mr_result((|| {
             // SAFETY: The core passes a live PD of this device.
             let pd = unsafe { Pd::<T>::from_raw(pd) };
@@ -1006,7 +1034,11 @@ impl<T: Driver> Adapter<T> {
         })())
     }
 
-    unsafe extern "C" fn alloc_mr(pd: *mut bindings::ib_pd, ty: bindings::ib_mr_type, max_num_sg: u32) -> *mut bindings::ib_mr {
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut bindings::ib_pd,
+        ty: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
         Self::mr_result((|| {
             let ty = match ty {
                 bindings::ib_mr_type_IB_MR_TYPE_MEM_REG => FastRegType::MemReg,
@@ -1037,7 +1069,8 @@ impl<T: Driver> Adapter<T> {
         }
         // SAFETY: The scatterlist and offset come from the caller of
         // `ib_map_mr_sg`; `set_page` is called back with this MR only.
-        let n = unsafe { bindings::ib_sg_to_pages(ibmr, sg, nents, sg_offset, Some(Self::set_page)) };
+        let n =
+            unsafe { bindings::ib_sg_to_pages(ibmr, sg, nents, sg_offset, Some(Self::set_page)) };
         if n >= 0 {
             // SAFETY: `ib_sg_to_pages` set the range; the MR is live.
             let (iova, length) = unsafe { ((*ibmr).iova, (*ibmr).length) };
@@ -1054,7 +1087,10 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn dereg_mr(mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: Every MR of this device came from `MrSlot::fill`.
             T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) })?;
@@ -1064,7 +1100,10 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn alloc_mw(mw: *mut bindings::ib_mw, udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn alloc_mw(
+        mw: *mut bindings::ib_mw,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: The core passes a zeroed object of `size_ib_mw` bytes
             // with `device`, `pd` and `type` set, and a valid udata. Only the
@@ -1106,7 +1145,11 @@ impl<T: Driver> Adapter<T> {
             // `sgid_attr` set; the request (GID attribute held); the udata
             // (null for kernel AHs). All valid for the call.
             let (pd, init, udata) = unsafe {
-                (Pd::<T>::from_raw((*ah).pd), AhInit::from_raw(attr, !udata.is_null()), Udata::from_raw(udata))
+                (
+                    Pd::<T>::from_raw((*ah).pd),
+                    AhInit::from_raw(attr, !udata.is_null()),
+                    Udata::from_raw(udata),
+                )
             };
             let data = T::create_ah(pd, &init, udata)?;
             // SAFETY: As above; the data part is uninitialised and ours.
@@ -1133,7 +1176,10 @@ impl<T: Driver> Adapter<T> {
         unsafe { Self::create_ah_common(ah, attr, udata) }
     }
 
-    unsafe extern "C" fn query_ah(ah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> c_int {
+    unsafe extern "C" fn query_ah(
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_attr,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: A live AH of this device and an output for the call.
             let (a, out) = unsafe { (Ah::<T>::from_raw(ah), &mut *attr) };
@@ -1188,13 +1234,22 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             // SAFETY: A live SRQ of this device, its new attributes and the
             // command's udata, for the call.
-            let (s, a, udata) = unsafe { (Srq::<T>::from_raw(srq), SrqAttr::from_raw(&*attr), Udata::from_raw(udata)) };
+            let (s, a, udata) = unsafe {
+                (
+                    Srq::<T>::from_raw(srq),
+                    SrqAttr::from_raw(&*attr),
+                    Udata::from_raw(udata),
+                )
+            };
             T::modify_srq(s, a, SrqMask::from_raw(mask as u32), udata)?;
             Ok(0)
         })
     }
 
-    unsafe extern "C" fn query_srq(srq: *mut bindings::ib_srq, attr: *mut bindings::ib_srq_attr) -> c_int {
+    unsafe extern "C" fn query_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: A live SRQ of this device and an output for the call.
             let (s, out) = unsafe { (Srq::<T>::from_raw(srq), &mut *attr) };
@@ -1203,7 +1258,10 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn destroy_srq(srq: *mut bindings::ib_srq, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn destroy_srq(
+        srq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: `create_srq` succeeded for this SRQ; called once.
         unsafe { Srq::<T>::drop_data(srq) };
         0
@@ -1218,7 +1276,13 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: The core passes a zeroed QP of `size_ib_qp` bytes with
             // `device`, `pd` and `qp_type` set, the request, and the
             // command's udata (null for kernel QPs), valid for the call.
-            let (pd, mut req, udata) = unsafe { (Pd::<T>::from_raw((*qp).pd), QpInit::from_raw(init), Udata::from_raw(udata)) };
+            let (pd, mut req, udata) = unsafe {
+                (
+                    Pd::<T>::from_raw((*qp).pd),
+                    QpInit::from_raw(init),
+                    Udata::from_raw(udata),
+                )
+            };
             req.handle = qp as usize;
             let (data, qpn, cap) = T::create_qp(pd, &req, udata)?;
             // SAFETY: As above; the data part is uninitialised and ours, and
@@ -1290,7 +1354,10 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: A live QP of this device.
             let (q, ud) = unsafe {
                 let t = (*qp).qp_type;
-                (Qp::<T>::from_raw(qp), t == bindings::ib_qp_type_IB_QPT_UD || t == bindings::ib_qp_type_IB_QPT_GSI)
+                (
+                    Qp::<T>::from_raw(qp),
+                    t == bindings::ib_qp_type_IB_QPT_UD || t == bindings::ib_qp_type_IB_QPT_GSI,
+                )
             };
             let mut cur = wr;
             while !cur.is_null() {
@@ -1365,7 +1432,10 @@ impl<T: Driver> Adapter<T> {
         0
     }
 
-    unsafe extern "C" fn destroy_qp(qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: A live QP of this device, created by `create_qp`.
             T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) })?;
@@ -1376,7 +1446,10 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut bindings::ib_device, _port: u32) -> *mut bindings::rdma_hw_stats {
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
         // SAFETY: Allocates a stats structure over the static name table.
         unsafe { bindings::rrxe_alloc_hw_port_stats() }
     }
@@ -1431,16 +1504,26 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: The MAD layer and sysfs pass two distinct `ib_mad`s
         // (256 bytes, checked above), valid for the call; bytes have no
         // alignment or validity requirements.
-        let (i, o) = unsafe { (&*inp.cast::<[u8; pma::MAD_SIZE]>(), &mut *out.cast::<[u8; pma::MAD_SIZE]>()) };
+        let (i, o) = unsafe {
+            (
+                &*inp.cast::<[u8; pma::MAD_SIZE]>(),
+                &mut *out.cast::<[u8; pma::MAD_SIZE]>(),
+            )
+        };
         match pma::answer(i, &c, o) {
             pma::Answer::NotMine => bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS as c_int,
             pma::Answer::Reply => {
-                (bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS | bindings::ib_mad_result_IB_MAD_RESULT_REPLY) as c_int
+                (bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS
+                    | bindings::ib_mad_result_IB_MAD_RESULT_REPLY) as c_int
             }
         }
     }
 
-    unsafe extern "C" fn attach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> c_int {
+    unsafe extern "C" fn attach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: A live QP of this device and the group's GID, for the
             // call; `raw` covers the whole GID union.
@@ -1450,7 +1533,11 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn detach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> c_int {
+    unsafe extern "C" fn detach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: As in `attach_mcast`.
             let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
@@ -1469,13 +1556,20 @@ impl<T: Driver> Adapter<T> {
             // `device` set, its attributes, and for user CQs the command's
             // bundle (null for kernel CQs), all valid for the call.
             let (dev, attr, user) = unsafe {
-                let a = CqAttr { cqe: (*attr).cqe, comp_vector: (*attr).comp_vector, flags: (*attr).flags };
+                let a = CqAttr {
+                    cqe: (*attr).cqe,
+                    comp_vector: (*attr).comp_vector,
+                    flags: (*attr).flags,
+                };
                 let user = if attrs.is_null() {
                     None
                 } else {
                     {
                         let b = &raw mut (*attrs).__bindgen_anon_1.__bindgen_anon_1;
-                        Some((Ucontext::<T>::from_raw((*b).context), Udata::from_raw(&raw mut (*b).driver_udata)))
+                        Some((
+                            Ucontext::<T>::from_raw((*b).context),
+                            Udata::from_raw(&raw mut (*b).driver_udata),
+                        ))
                     }
                 };
                 (Device::<T>::from_raw((*cq).device), a, user)
@@ -1492,13 +1586,20 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn destroy_cq(cq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: `create_cq` succeeded for this CQ; called once.
         unsafe { Cq::<T>::drop_data(cq) };
         0
     }
 
-    unsafe extern "C" fn resize_cq(cq: *mut bindings::ib_cq, cqe: c_uint, udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn resize_cq(
+        cq: *mut bindings::ib_cq,
+        cqe: c_uint,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: A live CQ of this device and the command's udata.
             let (c, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
@@ -1509,7 +1610,10 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn req_notify_cq(cq: *mut bindings::ib_cq, flags: bindings::ib_cq_notify_flags) -> c_int {
+    unsafe extern "C" fn req_notify_cq(
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
         // SAFETY: A live CQ of this device.
         let c = unsafe { Cq::<T>::from_raw(cq) };
         match T::req_notify_cq(c, NotifyFlags::from_raw(flags as u32)) {
@@ -1518,13 +1622,22 @@ impl<T: Driver> Adapter<T> {
         }
     }
 
-    unsafe extern "C" fn poll_cq(cq: *mut bindings::ib_cq, n: c_int, wc: *mut bindings::ib_wc) -> c_int {
+    unsafe extern "C" fn poll_cq(
+        cq: *mut bindings::ib_cq,
+        n: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
         if n <= 0 || wc.is_null() {
             return 0;
         }
         // SAFETY: A live CQ of this device; `wc` has room for `n` entries
         // (the caller's promise to `ib_poll_cq`).
-        let (c, wc) = unsafe { (Cq::<T>::from_raw(cq), core::slice::from_raw_parts_mut(wc, n as usize)) };
+        let (c, wc) = unsafe {
+            (
+                Cq::<T>::from_raw(cq),
+                core::slice::from_raw_parts_mut(wc, n as usize),
+            )
+        };
         let mut out = WcOut::new(wc);
         T::poll_cq(c, &mut out);
         out.len() as c_int
@@ -1548,7 +1661,13 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: The core passes a live context of this device, the
             // request it copied in and the call's attribute bundle.
             let (uc, req) = unsafe {
-                (Ucontext::<T>::from_raw(uc), DmRequest { length: (*attr).length, log_align: (*attr).alignment })
+                (
+                    Ucontext::<T>::from_raw(uc),
+                    DmRequest {
+                        length: (*attr).length,
+                        log_align: (*attr).alignment,
+                    },
+                )
             };
             let slot = DmSlot::<T>::new()?;
             let (data, offset) = T::alloc_dm(uc, req)?;
@@ -1569,7 +1688,10 @@ impl<T: Driver> Adapter<T> {
         }
     }
 
-    unsafe extern "C" fn dealloc_dm(dm: *mut bindings::ib_dm, _attrs: *mut bindings::uverbs_attr_bundle) -> c_int {
+    unsafe extern "C" fn dealloc_dm(
+        dm: *mut bindings::ib_dm,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
         // SAFETY: Every DM of this device came from `DmSlot`; the core calls
         // this once, with no MR left on it.
         unsafe { Dm::<T>::free(dm) };
@@ -1589,7 +1711,11 @@ impl<T: Driver> Adapter<T> {
                 (
                     Pd::<T>::from_raw(pd),
                     Dm::<T>::from_raw(dm),
-                    DmMrRequest { offset: (*attr).offset, length: (*attr).length, access: (*attr).access_flags },
+                    DmMrRequest {
+                        offset: (*attr).offset,
+                        length: (*attr).length,
+                        access: (*attr).access_flags,
+                    },
                 )
             };
             let slot = MrSlot::<T>::new()?;

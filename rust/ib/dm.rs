@@ -17,7 +17,8 @@ use super::{bindings, device::Driver};
 use kernel::{prelude::*, types::Opaque};
 
 /// The driver-namespace attribute id of the mmap offset DM_ALLOC returns.
-pub const ALLOC_DM_RESP_MMAP_OFFSET: u16 = bindings::rrxe_uverbs_attrs_RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET as u16;
+pub const ALLOC_DM_RESP_MMAP_OFFSET: u16 =
+    bindings::rrxe_uverbs_attrs_RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET as u16;
 
 /// What `alloc_dm` was asked for.
 #[derive(Clone, Copy, Debug)]
@@ -88,7 +89,13 @@ impl<T: Driver> DmSlot<T> {
     /// [`into_raw`](Self::into_raw) hands it to the core.
     pub(crate) fn fill(self, data: T::Dm) -> KBox<Dm<T>> {
         const { assert!(core::mem::offset_of!(Dm<T>, ib) == 0) };
-        KBox::write(self.0, Dm { ib: Opaque::zeroed(), data })
+        KBox::write(
+            self.0,
+            Dm {
+                ib: Opaque::zeroed(),
+                data,
+            },
+        )
     }
 
     /// The pointer the core expects.

@@ -9,11 +9,7 @@
 //! every mapping is gone: dropping the entry removes it from the context's
 //! table, and the core calls `mmap_free` once the last mapping closes.
 
-use super::{
-    bindings,
-    device::Driver,
-    object::Ucontext,
-};
+use super::{bindings, device::Driver, object::Ucontext};
 use core::ptr::NonNull;
 use kernel::{error::from_result, prelude::*};
 
@@ -46,7 +42,9 @@ unsafe impl Sync for UserMmapEntry {}
 impl UserMmapEntry {
     /// Allocates `len` bytes (rounded up to pages) mappable by `uc`'s process.
     pub fn new<T: Driver>(uc: &Ucontext<T>, len: usize) -> Result<Self> {
-        let len = len.checked_next_multiple_of(kernel::page::PAGE_SIZE).ok_or(EINVAL)?;
+        let len = len
+            .checked_next_multiple_of(kernel::page::PAGE_SIZE)
+            .ok_or(EINVAL)?;
         if len == 0 {
             return Err(EINVAL);
         }
@@ -72,9 +70,8 @@ impl UserMmapEntry {
             }
         };
         // SAFETY: `e` is a valid boxed entry; `uc` is a live context.
-        let r = unsafe {
-            bindings::rdma_user_mmap_entry_insert(uc.as_raw(), &raw mut (*e).core, len)
-        };
+        let r =
+            unsafe { bindings::rdma_user_mmap_entry_insert(uc.as_raw(), &raw mut (*e).core, len) };
         if r != 0 {
             // SAFETY: Not inserted, so still solely ours.
             unsafe {
@@ -85,7 +82,9 @@ impl UserMmapEntry {
         }
         // INVARIANT: Inserted, holding the table reference.
         // SAFETY: `e` is non-null (from `KBox::into_raw`).
-        Ok(Self { entry: unsafe { NonNull::new_unchecked(e) } })
+        Ok(Self {
+            entry: unsafe { NonNull::new_unchecked(e) },
+        })
     }
 
     /// The offset userspace passes to `mmap`.

@@ -25,8 +25,8 @@ pub mod qp;
 pub mod srq;
 pub mod stats;
 pub mod udata;
-pub mod wr;
 pub mod umem;
+pub mod wr;
 
 /// Initialises the layer's global state.
 ///

@@ -69,9 +69,21 @@ impl<T: Driver> MrSlot<T> {
     /// Stores `data` with `key` as lkey and rkey and the address range
     /// (which the core overwrites for new user registrations), and returns
     /// the pointer the core expects.
-    pub(crate) fn fill(self, data: T::Mr, key: u32, iova: u64, length: u64) -> *mut bindings::ib_mr {
+    pub(crate) fn fill(
+        self,
+        data: T::Mr,
+        key: u32,
+        iova: u64,
+        length: u64,
+    ) -> *mut bindings::ib_mr {
         const { assert!(core::mem::offset_of!(Mr<T>, ib) == 0) };
-        let mr = KBox::write(self.0, Mr { ib: Opaque::zeroed(), data });
+        let mr = KBox::write(
+            self.0,
+            Mr {
+                ib: Opaque::zeroed(),
+                data,
+            },
+        );
         // SAFETY: Freshly initialised and ours.
         unsafe {
             let ib = mr.ib.get();

@@ -50,8 +50,13 @@ pub fn rx_dropped() -> u64 {
     unsafe { bindings::rrxe_rx_dropped_count() }
 }
 
-unsafe extern "C" fn rx_trampoline<T: Driver>(ib: *mut bindings::ib_device, skb: *mut bindings::sk_buff) {
-    let Some(dev) = Device::<T>::from_raw_if_ours(ib) else { return };
+unsafe extern "C" fn rx_trampoline<T: Driver>(
+    ib: *mut bindings::ib_device,
+    skb: *mut bindings::sk_buff,
+) {
+    let Some(dev) = Device::<T>::from_raw_if_ours(ib) else {
+        return;
+    };
     let mut len: u32 = 0;
     // SAFETY: A linear skb, owned by the work item for this call.
     let data = unsafe { bindings::rrxe_rx_data(skb, &mut len) };
@@ -119,12 +124,22 @@ impl TxPacket {
         // SAFETY: `ndev` is live; the addresses are readable for their
         // lengths (4 or 16, matching `v6`); `data` is a valid out-pointer.
         let skb = unsafe {
-            bindings::rrxe_tx_skb(ndev.as_raw(), v6, saddr.as_ptr(), daddr.as_ptr(), tos, len32, &mut data)
+            bindings::rrxe_tx_skb(
+                ndev.as_raw(),
+                v6,
+                saddr.as_ptr(),
+                daddr.as_ptr(),
+                tos,
+                len32,
+                &mut data,
+            )
         };
         // SAFETY: Checking an error pointer.
         if unsafe { bindings::rrxe_is_err(skb.cast()) } {
             // SAFETY: As above.
-            return Err(Error::from_errno(unsafe { bindings::rrxe_ptr_err(skb.cast()) } as i32));
+            return Err(Error::from_errno(
+                unsafe { bindings::rrxe_ptr_err(skb.cast()) } as i32,
+            ));
         }
         let (Some(skb), Some(data)) = (NonNull::new(skb), NonNull::new(data)) else {
             return Err(ENOMEM);

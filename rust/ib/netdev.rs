@@ -3,12 +3,12 @@
 //! Network devices, as far as an RDMA provider needs them.
 
 use super::bindings;
+use core::ptr::NonNull;
 use kernel::{
     prelude::*,
     sync::aref::{ARef, AlwaysRefCounted},
     types::Opaque,
 };
-use core::ptr::NonNull;
 
 /// A network device (`struct net_device`).
 ///

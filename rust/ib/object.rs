@@ -6,7 +6,10 @@
 //! the ops table declares (`size_ib_*`), and then calls the driver to fill
 //! them. Here the C object comes first and the driver's data after it.
 
-use super::{bindings, device::{Device, Driver}};
+use super::{
+    bindings,
+    device::{Device, Driver},
+};
 use kernel::types::Opaque;
 
 macro_rules! core_object {

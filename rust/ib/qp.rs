@@ -133,7 +133,12 @@ pub(crate) fn cap_to_raw(c: &QpCap, out: &mut bindings::ib_qp_cap) {
 pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr, with_sgid: bool) -> Av {
     // SAFETY: `raw` covers the whole GID union; `roce` is the member the
     // core fills for RoCE address handles (and zero otherwise).
-    let (dgid, dmac) = unsafe { (*a.grh.dgid.raw.as_ref(), a.__bindgen_anon_1.roce.as_ref().dmac) };
+    let (dgid, dmac) = unsafe {
+        (
+            *a.grh.dgid.raw.as_ref(),
+            a.__bindgen_anon_1.roce.as_ref().dmac,
+        )
+    };
     // SAFETY: The core resolves and references the source GID attribute
     // for the call (or leaves it null); `raw` covers the GID union.
     let sgid = if with_sgid {
@@ -177,7 +182,10 @@ pub(crate) fn av_to_raw(v: &Av, out: &mut bindings::rdma_ah_attr) {
 
 /// Reads the attributes of a `modify_qp` call. Invalid state values map
 /// to `None`.
-pub(crate) fn attrs_from_raw(a: &bindings::ib_qp_attr, mask: u32) -> Option<(QpAttrs, Option<QpState>, QpCap)> {
+pub(crate) fn attrs_from_raw(
+    a: &bindings::ib_qp_attr,
+    mask: u32,
+) -> Option<(QpAttrs, Option<QpState>, QpCap)> {
     Some((
         QpAttrs {
             state: QpState::from_raw(a.qp_state).unwrap_or_default(),
@@ -251,7 +259,14 @@ pub fn transition_ok(cur: QpState, next: QpState, ty: QpType, mask: u32) -> bool
         QpType::Other(t) => t as bindings::ib_qp_type,
     };
     // SAFETY: A pure table lookup.
-    unsafe { bindings::ib_modify_qp_is_ok(cur as u32, next as u32, t, mask as bindings::ib_qp_attr_mask) }
+    unsafe {
+        bindings::ib_modify_qp_is_ok(
+            cur as u32,
+            next as u32,
+            t,
+            mask as bindings::ib_qp_attr_mask,
+        )
+    }
 }
 
 impl<T: Driver> Qp<T> {
@@ -271,12 +286,22 @@ impl<T: Driver> Qp<T> {
     pub fn send_cq(&self) -> Option<&Cq<T>> {
         // SAFETY: The core holds a reference on the CQ while the QP uses
         // it; CQs of this device carry `T`'s data.
-        unsafe { (*self.as_raw()).send_cq.as_ref().map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut())) }
+        unsafe {
+            (*self.as_raw())
+                .send_cq
+                .as_ref()
+                .map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut()))
+        }
     }
 
     /// The receive CQ.
     pub fn recv_cq(&self) -> Option<&Cq<T>> {
         // SAFETY: As for `send_cq`.
-        unsafe { (*self.as_raw()).recv_cq.as_ref().map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut())) }
+        unsafe {
+            (*self.as_raw())
+                .recv_cq
+                .as_ref()
+                .map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut()))
+        }
     }
 }

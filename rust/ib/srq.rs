@@ -17,7 +17,11 @@ pub struct SrqAttr {
 
 impl SrqAttr {
     pub(crate) fn from_raw(a: &bindings::ib_srq_attr) -> Self {
-        Self { max_wr: a.max_wr, max_sge: a.max_sge, srq_limit: a.srq_limit }
+        Self {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            srq_limit: a.srq_limit,
+        }
     }
 
     pub(crate) fn to_raw(self, a: &mut bindings::ib_srq_attr) {
@@ -49,7 +53,8 @@ pub struct SrqMask {
 
 impl SrqMask {
     pub(crate) fn from_raw(m: u32) -> Self {
-        let known = bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR | bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
+        let known =
+            bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR | bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
         Self {
             max_wr: m & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0,
             limit: m & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0,
@@ -66,7 +71,10 @@ impl SrqMask {
 /// Points to an SRQ of driver `T` that was alive when the handle was made.
 /// Whoever holds a handle must stop using it before the SRQ is destroyed
 /// (the driver's SRQ data drops it under its lock in its destructor).
-pub struct SrqRef<T: Driver>(core::ptr::NonNull<bindings::ib_srq>, core::marker::PhantomData<T>);
+pub struct SrqRef<T: Driver>(
+    core::ptr::NonNull<bindings::ib_srq>,
+    core::marker::PhantomData<T>,
+);
 
 // SAFETY: The pointer is only dereferenced under the rules above, which do
 // not depend on the thread.
@@ -80,7 +88,10 @@ impl<T: Driver> SrqRef<T> {
     /// `srq` must be an SRQ of driver `T` being created or alive.
     pub(crate) unsafe fn from_raw(srq: *mut bindings::ib_srq) -> Self {
         // SAFETY: Not null by the caller's promise.
-        Self(unsafe { core::ptr::NonNull::new_unchecked(srq) }, core::marker::PhantomData)
+        Self(
+            unsafe { core::ptr::NonNull::new_unchecked(srq) },
+            core::marker::PhantomData,
+        )
     }
 
     /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`.

@@ -96,7 +96,9 @@ impl Udata {
     /// pass an output pointer inside the command, as rxe's `modify_srq`).
     pub fn write_to_user(addr: u64, data: &[u8]) -> Result {
         let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
-        UserSlice::new(UserPtr::from_addr(addr), data.len()).writer().write_slice(data)
+        UserSlice::new(UserPtr::from_addr(addr), data.len())
+            .writer()
+            .write_slice(data)
     }
 
     /// The user context the command runs in.
@@ -104,7 +106,9 @@ impl Udata {
         // SAFETY: A `Udata` is only formed from the driver udata of a uverbs
         // command bundle (kernel callers pass none), whose context is a live
         // context of this device for the call.
-        unsafe { super::object::Ucontext::from_raw(bindings::rrxe_udata_to_ucontext(self.as_raw())) }
+        unsafe {
+            super::object::Ucontext::from_raw(bindings::rrxe_udata_to_ucontext(self.as_raw()))
+        }
     }
 
     /// For commands that take no driver data: rejects non-zero input and
@@ -113,7 +117,9 @@ impl Udata {
         match this {
             None => Ok(()),
             // SAFETY: `u` is live by the invariant.
-            Some(u) => kernel::error::to_result(unsafe { bindings::rrxe_ib_no_udata_io(u.as_raw()) }),
+            Some(u) => {
+                kernel::error::to_result(unsafe { bindings::rrxe_ib_no_udata_io(u.as_raw()) })
+            }
         }
     }
 }

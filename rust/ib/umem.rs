@@ -2,7 +2,10 @@
 
 //! Pinned user memory (`struct ib_umem`) and the pages behind it.
 
-use super::{bindings, device::{Device, Driver}};
+use super::{
+    bindings,
+    device::{Device, Driver},
+};
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
@@ -102,10 +105,14 @@ impl Umem {
         // SAFETY: Checks an error-pointer value.
         if unsafe { bindings::rrxe_is_err(p.cast()) } {
             // SAFETY: As above.
-            return Err(Error::from_errno(unsafe { bindings::rrxe_ptr_err(p.cast()) } as i32));
+            return Err(Error::from_errno(
+                unsafe { bindings::rrxe_ptr_err(p.cast()) } as i32,
+            ));
         }
         // INVARIANT: A valid umem from `ib_umem_get`.
-        Ok(Self { umem: NonNull::new(p).ok_or(ENOMEM)? })
+        Ok(Self {
+            umem: NonNull::new(p).ok_or(ENOMEM)?,
+        })
     }
 
     /// Offset of the first byte within its first page.

@@ -19,7 +19,11 @@ fn sges<'a>(list: *const bindings::ib_sge, n: i32) -> &'a [bindings::ib_sge] {
 }
 
 fn to_sge(s: &bindings::ib_sge) -> Sge {
-    Sge { addr: s.addr, length: s.length, lkey: s.lkey }
+    Sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    }
 }
 
 /// The UD part of a send work request.
@@ -64,7 +68,12 @@ impl<'a, T: Driver> SendWr<'a, T> {
                     | bindings::ib_wr_opcode_IB_WR_RDMA_READ
             );
         // INVARIANT: As promised by the caller.
-        Self { raw, ud, rdma, _t: PhantomData }
+        Self {
+            raw,
+            ud,
+            rdma,
+            _t: PhantomData,
+        }
     }
 
     /// The work request id (or the `wr_cqe` pointer the union holds).
@@ -125,7 +134,8 @@ impl<'a, T: Driver> SendWr<'a, T> {
         }
         // SAFETY: `raw` is the first field of an `ib_rdma_wr` (the type
         // invariant), valid for `'a`.
-        let r = unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_rdma_wr>() };
+        let r =
+            unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_rdma_wr>() };
         Some((r.remote_addr, r.rkey))
     }
 
@@ -138,7 +148,8 @@ impl<'a, T: Driver> SendWr<'a, T> {
         // SAFETY: The core builds every `IB_WR_REG_MR` request as an
         // `ib_reg_wr`, whose first field is this `ib_send_wr`, valid for
         // `'a`.
-        let r = unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_reg_wr>() };
+        let r =
+            unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_reg_wr>() };
         if r.mr.is_null() {
             return None;
         }
@@ -160,7 +171,13 @@ impl<'a, T: Driver> SendWr<'a, T> {
             // SAFETY: Kernel posters of inline sends pass kernel virtual
             // addresses of at least `length` readable bytes, alive for the
             // post call; `out` has room for `k` more bytes.
-            unsafe { core::ptr::copy_nonoverlapping(s.addr as usize as *const u8, out.as_mut_ptr().add(done), k) };
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    s.addr as usize as *const u8,
+                    out.as_mut_ptr().add(done),
+                    k,
+                )
+            };
             done += k;
         }
         done
@@ -178,7 +195,9 @@ impl<'a> RecvWr<'a> {
     /// `wr` must be valid for `'a`.
     pub(crate) unsafe fn from_raw(wr: *const bindings::ib_recv_wr) -> Self {
         // SAFETY: The caller's promise.
-        Self { raw: unsafe { &*wr } }
+        Self {
+            raw: unsafe { &*wr },
+        }
     }
 
     /// The work request id (or `wr_cqe`).

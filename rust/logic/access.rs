@@ -89,7 +89,11 @@ pub enum BindError {
 
 /// Checks the access-flag rules of binding a window of type `ty` with
 /// `mw_access` onto an MR with `mr_access`.
-pub const fn check_bind_access(ty: MwType, mr_access: u32, mw_access: u32) -> Result<(), BindError> {
+pub const fn check_bind_access(
+    ty: MwType,
+    mr_access: u32,
+    mw_access: u32,
+) -> Result<(), BindError> {
     if mw_access & !(LOCAL_WRITE | REMOTE | ZERO_BASED) != 0 {
         return Err(BindError::BadWindowAccess);
     }
@@ -125,10 +129,20 @@ mod tests {
         assert_eq!(check_mr_access(1 << 10), Err(AccessError::Invalid));
         assert_eq!(check_mr_access(1 << 30), Err(AccessError::Invalid));
         assert_eq!(check_mr_access(u32::MAX), Err(AccessError::Invalid));
-        assert_eq!(check_mr_access(1 << 20), Ok(()), "relaxed ordering is optional");
+        assert_eq!(
+            check_mr_access(1 << 20),
+            Ok(()),
+            "relaxed ordering is optional"
+        );
         assert_eq!(check_mr_access(ON_DEMAND | LOCAL_WRITE), Ok(()));
-        assert_eq!(check_kernel_mr_access(ON_DEMAND), Err(AccessError::NotSupported));
-        assert_eq!(check_kernel_mr_access(REMOTE_WRITE), Err(AccessError::Invalid));
+        assert_eq!(
+            check_kernel_mr_access(ON_DEMAND),
+            Err(AccessError::NotSupported)
+        );
+        assert_eq!(
+            check_kernel_mr_access(REMOTE_WRITE),
+            Err(AccessError::Invalid)
+        );
         assert_eq!(check_mr_access(FLUSH_GLOBAL | FLUSH_PERSISTENT), Ok(()));
     }
 
@@ -136,7 +150,10 @@ mod tests {
     fn bind_rules() {
         let mr = LOCAL_WRITE | MW_BIND;
         assert_eq!(check_bind_access(MwType::Type1, mr, REMOTE), Ok(()));
-        assert_eq!(check_bind_access(MwType::Type2, mr, REMOTE | ZERO_BASED), Ok(()));
+        assert_eq!(
+            check_bind_access(MwType::Type2, mr, REMOTE | ZERO_BASED),
+            Ok(())
+        );
         assert_eq!(
             check_bind_access(MwType::Type1, mr, REMOTE_READ | ZERO_BASED),
             Err(BindError::ZeroBasedType1)
@@ -149,8 +166,14 @@ mod tests {
             check_bind_access(MwType::Type2, MW_BIND, REMOTE_WRITE),
             Err(BindError::WritableNeedsLocalWrite)
         );
-        assert_eq!(check_bind_access(MwType::Type2, MW_BIND, REMOTE_READ), Ok(()));
-        assert_eq!(check_bind_access(MwType::Type2, mr, LOCAL_WRITE | REMOTE_WRITE), Ok(()));
+        assert_eq!(
+            check_bind_access(MwType::Type2, MW_BIND, REMOTE_READ),
+            Ok(())
+        );
+        assert_eq!(
+            check_bind_access(MwType::Type2, mr, LOCAL_WRITE | REMOTE_WRITE),
+            Ok(())
+        );
         assert_eq!(
             check_bind_access(MwType::Type2, mr, MW_BIND),
             Err(BindError::BadWindowAccess)

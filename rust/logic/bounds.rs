@@ -90,7 +90,10 @@ mod tests {
         assert!(Range::new(u64::MAX, 1).is_some());
         assert!(Range::new(u64::MAX, 2).is_none());
         assert!(Range::new(0, u64::MAX).is_some());
-        assert!(Range::new(1, u64::MAX).is_some(), "ends at exactly u64::MAX");
+        assert!(
+            Range::new(1, u64::MAX).is_some(),
+            "ends at exactly u64::MAX"
+        );
         assert!(Range::new(2, u64::MAX).is_none());
         assert!(Range::new(u64::MAX, 0).is_some());
     }
@@ -100,7 +103,11 @@ mod tests {
         let r = Range::new(0x1000, 0x100).unwrap();
         assert_eq!(r.offset_of(0x1000, 0x100), Some(0));
         assert_eq!(r.offset_of(0x10ff, 1), Some(0xff));
-        assert_eq!(r.offset_of(0x1100, 0), Some(0x100), "empty access at the end");
+        assert_eq!(
+            r.offset_of(0x1100, 0),
+            Some(0x100),
+            "empty access at the end"
+        );
         assert_eq!(r.offset_of(0x1100, 1), None, "one byte past the end");
         assert_eq!(r.offset_of(0x0fff, 1), None, "one byte before");
         assert_eq!(r.offset_of(0x1001, 0x100), None);
@@ -123,14 +130,20 @@ mod tests {
     fn exhaustive_small_ranges_match_a_wide_model() {
         for base in [0u64, 1, 7, u64::MAX - 9] {
             for rlen in 0..10u64 {
-                let Some(r) = Range::new(base, rlen) else { continue };
+                let Some(r) = Range::new(base, rlen) else {
+                    continue;
+                };
                 for d in 0..24u64 {
                     let iova = base.wrapping_add(d).wrapping_sub(4);
                     for len in [0u64, 1, 2, 5, 9, u64::MAX] {
                         let (rs, re) = (base as u128, base as u128 + rlen as u128);
                         let (s, e) = (iova as u128, iova as u128 + len as u128);
                         let model = (s >= rs && e <= re).then(|| (s - rs) as u64);
-                        assert_eq!(r.offset_of(iova, len), model, "{base:#x}+{rlen} @ {iova:#x}+{len}");
+                        assert_eq!(
+                            r.offset_of(iova, len),
+                            model,
+                            "{base:#x}+{rlen} @ {iova:#x}+{len}"
+                        );
                     }
                 }
             }
@@ -187,7 +200,12 @@ impl Chunks {
                     if abs.checked_add(len as u64).is_none() {
                         return None;
                     }
-                    Some(Self { page_shift, abs, left: len, pos: 0 })
+                    Some(Self {
+                        page_shift,
+                        abs,
+                        left: len,
+                        pos: 0,
+                    })
                 }
             },
         }
@@ -206,7 +224,12 @@ impl Iterator for Chunks {
         let offset = (self.abs & (page_size - 1)) as usize;
         let room = (page_size as usize) - offset;
         let len = room.min(self.left);
-        let c = Chunk { page, offset, len, pos: self.pos };
+        let c = Chunk {
+            page,
+            offset,
+            len,
+            pos: self.pos,
+        };
         self.abs += len as u64;
         self.left -= len;
         self.pos += len;
@@ -223,7 +246,8 @@ mod chunk_tests {
         for first in [0u64, 1, 100, 4095] {
             for off in [0u64, 1, 4095, 4096, 10000] {
                 for len in [0usize, 1, 4095, 4096, 4097, 20000] {
-                    let cs: std::vec::Vec<Chunk> = Chunks::new(first, off, len, 12).unwrap().collect();
+                    let cs: std::vec::Vec<Chunk> =
+                        Chunks::new(first, off, len, 12).unwrap().collect();
                     let total: usize = cs.iter().map(|c| c.len).sum();
                     assert_eq!(total, len);
                     let mut pos = 0;
@@ -243,7 +267,10 @@ mod chunk_tests {
 
     #[test]
     fn chunks_refuse_overflow() {
-        assert!(Chunks::new(4096, 0, 1, 12).is_none(), "first offset must be inside a page");
+        assert!(
+            Chunks::new(4096, 0, 1, 12).is_none(),
+            "first offset must be inside a page"
+        );
         assert!(Chunks::new(1, u64::MAX, 1, 12).is_none());
         assert!(Chunks::new(0, u64::MAX, 2, 12).is_none());
         assert!(Chunks::new(0, u64::MAX - 1, 1, 12).is_some());

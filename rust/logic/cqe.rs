@@ -164,8 +164,16 @@ mod tests {
         assert_eq!(u32_at(28), 17);
         assert_eq!(u32_at(32), 0x00ab_cdef);
         assert_eq!(u32_at(36), 3);
-        let k = Wc { wc_flags: flags::GRH | flags::WITH_NETWORK_HDR_TYPE, ..wc }.to_uverbs();
-        assert_eq!(u32::from_ne_bytes(k[36..40].try_into().unwrap()), flags::GRH, "kernel-only flags stay out");
+        let k = Wc {
+            wc_flags: flags::GRH | flags::WITH_NETWORK_HDR_TYPE,
+            ..wc
+        }
+        .to_uverbs();
+        assert_eq!(
+            u32::from_ne_bytes(k[36..40].try_into().unwrap()),
+            flags::GRH,
+            "kernel-only flags stay out"
+        );
         assert_eq!((b[44], b[45], b[46], b[47]), (3, 0, 1, 0));
     }
 }

@@ -36,7 +36,9 @@ pub fn charge(length: u64, log_align: u32, max: u64, page_shift: u32) -> Result<
     let page = 1u64 << page_shift;
     // `length <= max <= u64::MAX`, but rounding up may still wrap for a
     // `max` near u64::MAX: checked.
-    length.checked_next_multiple_of(page).ok_or(DmError::Invalid)
+    length
+        .checked_next_multiple_of(page)
+        .ok_or(DmError::Invalid)
 }
 
 /// Adds `charge` to `used` if the total stays within `max`.

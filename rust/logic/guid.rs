@@ -9,7 +9,16 @@
 /// and what the link-local RoCE GID carries as its interface identifier. The
 /// result is in network byte order, ready to store in a `__be64`.
 pub fn eui64_from_mac(mac: &[u8; 6]) -> [u8; 8] {
-    [mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+    [
+        mac[0] ^ 0x02,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ]
 }
 
 /// Picks the address a device's identifiers derive from.

@@ -96,7 +96,10 @@ impl Bth {
     pub fn write(&self, b: &mut [u8]) -> Option<()> {
         let b = b.get_mut(..BTH)?;
         b[0] = self.opcode;
-        b[1] = (u8::from(self.se) << 7) | (u8::from(self.mig) << 6) | ((self.pad & 3) << 4) | (self.tver & 0x0f);
+        b[1] = (u8::from(self.se) << 7)
+            | (u8::from(self.mig) << 6)
+            | ((self.pad & 3) << 4)
+            | (self.tver & 0x0f);
         b[2..4].copy_from_slice(&self.pkey.to_be_bytes());
         b[4..8].copy_from_slice(&(self.dqpn & 0x00ff_ffff).to_be_bytes());
         b[4] = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6);
@@ -118,7 +121,10 @@ pub struct Deth {
 impl Deth {
     /// Reads it from the start of `b`.
     pub fn parse(b: &[u8]) -> Option<Self> {
-        (b.len() >= DETH).then(|| Self { qkey: be32(b, 0), sqpn: be32(b, 4) & 0x00ff_ffff })
+        (b.len() >= DETH).then(|| Self {
+            qkey: be32(b, 0),
+            sqpn: be32(b, 4) & 0x00ff_ffff,
+        })
     }
 
     /// Writes it to the start of `b`.
@@ -144,7 +150,11 @@ pub struct Reth {
 impl Reth {
     /// Reads it from the start of `b`.
     pub fn parse(b: &[u8]) -> Option<Self> {
-        (b.len() >= RETH).then(|| Self { va: be64(b, 0), rkey: be32(b, 8), len: be32(b, 12) })
+        (b.len() >= RETH).then(|| Self {
+            va: be64(b, 0),
+            rkey: be32(b, 8),
+            len: be32(b, 12),
+        })
     }
 
     /// Writes it to the start of `b`.
@@ -169,7 +179,10 @@ pub struct Aeth {
 impl Aeth {
     /// Reads it from the start of `b`.
     pub fn parse(b: &[u8]) -> Option<Self> {
-        (b.len() >= AETH).then(|| Self { syndrome: b[0], msn: be32(b, 0) & 0x00ff_ffff })
+        (b.len() >= AETH).then(|| Self {
+            syndrome: b[0],
+            msn: be32(b, 0) & 0x00ff_ffff,
+        })
     }
 
     /// Writes it to the start of `b`.
@@ -197,7 +210,12 @@ pub struct AtmEth {
 impl AtmEth {
     /// Reads it from the start of `b`.
     pub fn parse(b: &[u8]) -> Option<Self> {
-        (b.len() >= ATMETH).then(|| Self { va: be64(b, 0), rkey: be32(b, 8), swap_add: be64(b, 12), compare: be64(b, 20) })
+        (b.len() >= ATMETH).then(|| Self {
+            va: be64(b, 0),
+            rkey: be32(b, 8),
+            swap_add: be64(b, 12),
+            compare: be64(b, 20),
+        })
     }
 
     /// Writes it to the start of `b`.
@@ -284,38 +302,60 @@ pub const fn service(opcode: u8) -> Option<Service> {
 }
 
 fn has(opcode: u8) -> Option<Has> {
-    let p = Has { payload: true, ..NONE };
+    let p = Has {
+        payload: true,
+        ..NONE
+    };
     let low = opcode & 0x1f;
     // Sends and writes: the same low codes on RC and UC.
     let common = match low {
-        0x00..=0x02 => Some(p),                                   // send first/middle/last
-        0x03 => Some(Has { immdt: true, ..p }),                   // send last with immediate
-        0x04 => Some(p),                                          // send only
-        0x05 => Some(Has { immdt: true, ..p }),                   // send only with immediate
-        0x06 => Some(Has { reth: true, ..p }),                    // write first
-        0x07 | 0x08 => Some(p),                                   // write middle/last
-        0x09 => Some(Has { immdt: true, ..p }),                   // write last with immediate
-        0x0a => Some(Has { reth: true, ..p }),                    // write only
-        0x0b => Some(Has { reth: true, immdt: true, ..p }),       // write only with immediate
+        0x00..=0x02 => Some(p),                 // send first/middle/last
+        0x03 => Some(Has { immdt: true, ..p }), // send last with immediate
+        0x04 => Some(p),                        // send only
+        0x05 => Some(Has { immdt: true, ..p }), // send only with immediate
+        0x06 => Some(Has { reth: true, ..p }),  // write first
+        0x07 | 0x08 => Some(p),                 // write middle/last
+        0x09 => Some(Has { immdt: true, ..p }), // write last with immediate
+        0x0a => Some(Has { reth: true, ..p }),  // write only
+        0x0b => Some(Has {
+            reth: true,
+            immdt: true,
+            ..p
+        }), // write only with immediate
         _ => None,
     };
     match service(opcode)? {
         Service::Uc => common,
         Service::Ud => match low {
             0x04 => Some(Has { deth: true, ..p }),
-            0x05 => Some(Has { deth: true, immdt: true, ..p }),
+            0x05 => Some(Has {
+                deth: true,
+                immdt: true,
+                ..p
+            }),
             _ => None,
         },
         Service::Rc => common.or(match low {
-            0x0c => Some(Has { reth: true, ..NONE }),             // read request
+            0x0c => Some(Has { reth: true, ..NONE }), // read request
             0x0d | 0x0f | 0x10 => Some(Has { aeth: true, ..p }), // read response first/last/only
-            0x0e => Some(p),                                      // read response middle
-            0x11 => Some(Has { aeth: true, ..NONE }),             // acknowledge
-            0x12 => Some(Has { aeth: true, atmack: true, ..NONE }), // atomic acknowledge
-            0x13 | 0x14 => Some(Has { atmeth: true, ..NONE }),    // compare-swap, fetch-add
-            0x16 | 0x17 => Some(Has { ieth: true, ..p }),         // send last/only with invalidate
-            0x1c => Some(Has { feth: true, reth: true, ..NONE }), // flush
-            0x1d => Some(Has { reth: true, ..p }),                // atomic write
+            0x0e => Some(p),                          // read response middle
+            0x11 => Some(Has { aeth: true, ..NONE }), // acknowledge
+            0x12 => Some(Has {
+                aeth: true,
+                atmack: true,
+                ..NONE
+            }), // atomic acknowledge
+            0x13 | 0x14 => Some(Has {
+                atmeth: true,
+                ..NONE
+            }), // compare-swap, fetch-add
+            0x16 | 0x17 => Some(Has { ieth: true, ..p }), // send last/only with invalidate
+            0x1c => Some(Has {
+                feth: true,
+                reth: true,
+                ..NONE
+            }), // flush
+            0x1d => Some(Has { reth: true, ..p }),    // atomic write
             _ => None,
         }),
     }
@@ -325,7 +365,10 @@ fn has(opcode: u8) -> Option<Has> {
 /// know (such packets are dropped).
 pub fn layout(opcode: u8) -> Option<Layout> {
     let h = has(opcode)?;
-    let mut l = Layout { payload: h.payload, ..Default::default() };
+    let mut l = Layout {
+        payload: h.payload,
+        ..Default::default()
+    };
     let mut off = BTH;
     let mut take = |present: bool, size: usize| {
         present.then(|| {
@@ -352,7 +395,10 @@ pub fn layout(opcode: u8) -> Option<Layout> {
 pub fn split(udp_payload: &[u8]) -> Option<(Bth, Layout, core::ops::Range<usize>)> {
     let bth = Bth::parse(udp_payload)?;
     let l = layout(bth.opcode)?;
-    let end = udp_payload.len().checked_sub(ICRC_SIZE)?.checked_sub(bth.pad as usize)?;
+    let end = udp_payload
+        .len()
+        .checked_sub(ICRC_SIZE)?
+        .checked_sub(bth.pad as usize)?;
     if end < l.hdr_len || (!l.payload && end != l.hdr_len) {
         return None;
     }
@@ -380,9 +426,16 @@ mod tests {
         };
         let mut raw = [0u8; 12];
         b.write(&mut raw).unwrap();
-        assert_eq!(raw, [0x64, 0xb0, 0xff, 0xff, 0x40, 0x12, 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef]);
+        assert_eq!(
+            raw,
+            [0x64, 0xb0, 0xff, 0xff, 0x40, 0x12, 0x34, 0x56, 0x80, 0xab, 0xcd, 0xef]
+        );
         assert_eq!(Bth::parse(&raw), Some(b));
-        let wide = Bth { dqpn: 0xff12_3456, psn: 0xffab_cdef, ..b };
+        let wide = Bth {
+            dqpn: 0xff12_3456,
+            psn: 0xffab_cdef,
+            ..b
+        };
         let mut raw2 = [0u8; 12];
         wide.write(&mut raw2).unwrap();
         assert_eq!(raw2, raw, "24-bit fields are masked");
@@ -414,13 +467,24 @@ mod tests {
     #[test]
     fn split_checks_lengths() {
         let mut p = [0u8; 12 + 20 + 4];
-        Bth { opcode: 0x11, ..Default::default() }.write(&mut p).unwrap();
+        Bth {
+            opcode: 0x11,
+            ..Default::default()
+        }
+        .write(&mut p)
+        .unwrap();
         // An ACK carries exactly its AETH.
         assert!(split(&p[..12 + 4 + 4]).is_some());
         assert!(split(&p[..12 + 4 + 4 + 1]).is_none());
         assert!(split(&p[..12 + 3]).is_none());
         // A pad count larger than the payload.
-        Bth { opcode: 0x04, pad: 3, ..Default::default() }.write(&mut p).unwrap();
+        Bth {
+            opcode: 0x04,
+            pad: 3,
+            ..Default::default()
+        }
+        .write(&mut p)
+        .unwrap();
         assert!(split(&p[..12 + 4 + 2]).is_none());
         let (_, _, r) = split(&p[..12 + 8 + 4]).unwrap();
         assert_eq!(r, 12..17);

@@ -70,10 +70,22 @@ mod tests {
 
     #[test]
     fn kinds_by_range() {
-        assert_eq!(key_kind(make_key(MIN_MR_INDEX, 0).unwrap()), Some(KeyKind::Mr));
-        assert_eq!(key_kind(make_key(MAX_MR_INDEX, 0xff).unwrap()), Some(KeyKind::Mr));
-        assert_eq!(key_kind(make_key(MIN_MW_INDEX, 0).unwrap()), Some(KeyKind::Mw));
-        assert_eq!(key_kind(make_key(MAX_MW_INDEX, 7).unwrap()), Some(KeyKind::Mw));
+        assert_eq!(
+            key_kind(make_key(MIN_MR_INDEX, 0).unwrap()),
+            Some(KeyKind::Mr)
+        );
+        assert_eq!(
+            key_kind(make_key(MAX_MR_INDEX, 0xff).unwrap()),
+            Some(KeyKind::Mr)
+        );
+        assert_eq!(
+            key_kind(make_key(MIN_MW_INDEX, 0).unwrap()),
+            Some(KeyKind::Mw)
+        );
+        assert_eq!(
+            key_kind(make_key(MAX_MW_INDEX, 7).unwrap()),
+            Some(KeyKind::Mw)
+        );
         assert_eq!(key_kind(0), None, "index 0 is the reserved local DMA lkey");
         assert_eq!(key_kind(make_key(MAX_MW_INDEX + 1, 0).unwrap()), None);
         assert_eq!(key_kind(u32::MAX), None);

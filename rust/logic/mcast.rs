@@ -70,14 +70,19 @@ pub fn plan_attach<'a>(
 /// Whether the multicast GID is one RoCE maps (IPv6 multicast `ff00::/8`,
 /// or IPv4-mapped `::ffff:224.0.0.0/4`).
 pub fn is_mcast_gid(gid: &[u8; 16]) -> bool {
-    gid[0] == 0xff || (gid[..10] == [0; 10] && gid[10] == 0xff && gid[11] == 0xff && gid[12] & 0xf0 == 0xe0)
+    gid[0] == 0xff
+        || (gid[..10] == [0; 10] && gid[10] == 0xff && gid[11] == 0xff && gid[12] & 0xf0 == 0xe0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const LIM: Limits = Limits { groups: 2, per_group: 2, total: 3 };
+    const LIM: Limits = Limits {
+        groups: 2,
+        per_group: 2,
+        total: 3,
+    };
 
     #[test]
     fn plans() {
@@ -93,7 +98,10 @@ mod tests {
         assert_eq!(p(&g2, 10, 3), Err(McastError::Full), "total reached");
         assert_eq!(p(&g3, 10, 1), Err(McastError::Full), "no room for a group");
         let one = [g1];
-        assert_eq!(plan_attach(one.iter(), |i| mem[i], &g3, 5, 2, LIM), Ok(Attach::NewGroup));
+        assert_eq!(
+            plan_attach(one.iter(), |i| mem[i], &g3, 5, 2, LIM),
+            Ok(Attach::NewGroup)
+        );
     }
 
     #[test]

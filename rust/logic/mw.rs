@@ -94,11 +94,15 @@ pub fn check_use(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::access::{REMOTE_READ, REMOTE_WRITE};
+    use super::*;
 
     fn bound(iova: u64, len: u64, access: u32, qpn: Option<u32>) -> Binding {
-        Binding { range: Range::new(iova, len).unwrap(), access, qpn }
+        Binding {
+            range: Range::new(iova, len).unwrap(),
+            access,
+            qpn,
+        }
     }
 
     #[test]
@@ -111,23 +115,113 @@ mod tests {
     fn unbound_or_wrong_owner_is_a_bad_key() {
         let b = bound(0x1000, 0x100, REMOTE_READ, Some(7));
         // A new type 1 window is valid but unbound.
-        assert_eq!(check_use(MwType::Type1, MwState::Valid, None, true, 7, 0, 0x1000, 1), Err(UseError::BadKey));
-        assert_eq!(check_use(MwType::Type2, MwState::Free, Some(&b), true, 7, 0, 0x1000, 1), Err(UseError::BadKey));
-        assert_eq!(check_use(MwType::Type2, MwState::Invalid, Some(&b), true, 7, 0, 0x1000, 1), Err(UseError::BadKey));
-        assert_eq!(check_use(MwType::Type2, MwState::Valid, Some(&b), false, 7, 0, 0x1000, 1), Err(UseError::BadKey));
-        assert_eq!(check_use(MwType::Type2, MwState::Valid, Some(&b), true, 8, 0, 0x1000, 1), Err(UseError::BadKey));
+        assert_eq!(
+            check_use(MwType::Type1, MwState::Valid, None, true, 7, 0, 0x1000, 1),
+            Err(UseError::BadKey)
+        );
+        assert_eq!(
+            check_use(
+                MwType::Type2,
+                MwState::Free,
+                Some(&b),
+                true,
+                7,
+                0,
+                0x1000,
+                1
+            ),
+            Err(UseError::BadKey)
+        );
+        assert_eq!(
+            check_use(
+                MwType::Type2,
+                MwState::Invalid,
+                Some(&b),
+                true,
+                7,
+                0,
+                0x1000,
+                1
+            ),
+            Err(UseError::BadKey)
+        );
+        assert_eq!(
+            check_use(
+                MwType::Type2,
+                MwState::Valid,
+                Some(&b),
+                false,
+                7,
+                0,
+                0x1000,
+                1
+            ),
+            Err(UseError::BadKey)
+        );
+        assert_eq!(
+            check_use(
+                MwType::Type2,
+                MwState::Valid,
+                Some(&b),
+                true,
+                8,
+                0,
+                0x1000,
+                1
+            ),
+            Err(UseError::BadKey)
+        );
         // Type 1 windows are not tied to a QP.
         let b1 = bound(0x1000, 0x100, REMOTE_READ, None);
-        assert_eq!(check_use(MwType::Type1, MwState::Valid, Some(&b1), true, 9, REMOTE_READ, 0x1000, 1), Ok(0x1000));
+        assert_eq!(
+            check_use(
+                MwType::Type1,
+                MwState::Valid,
+                Some(&b1),
+                true,
+                9,
+                REMOTE_READ,
+                0x1000,
+                1
+            ),
+            Ok(0x1000)
+        );
         // Bound with length 0: answers nothing.
-        let z = Binding { range: Range::new(0x1000, 0).unwrap(), access: REMOTE_READ, qpn: None };
-        assert_eq!(check_use(MwType::Type1, MwState::Valid, Some(&z), true, 0, 0, 0x1000, 0), Err(UseError::BadKey));
+        let z = Binding {
+            range: Range::new(0x1000, 0).unwrap(),
+            access: REMOTE_READ,
+            qpn: None,
+        };
+        assert_eq!(
+            check_use(
+                MwType::Type1,
+                MwState::Valid,
+                Some(&z),
+                true,
+                0,
+                0,
+                0x1000,
+                0
+            ),
+            Err(UseError::BadKey)
+        );
     }
 
     #[test]
     fn access_and_bounds() {
         let b = bound(0x1000, 0x100, REMOTE_READ, Some(7));
-        let t = |need, iova, len| check_use(MwType::Type2, MwState::Valid, Some(&b), true, 7, need, iova, len);
+        let t = |need, iova, len| {
+            check_use(
+                MwType::Type2,
+                MwState::Valid,
+                Some(&b),
+                true,
+                7,
+                need,
+                iova,
+                len,
+            )
+        };
         assert_eq!(t(REMOTE_READ, 0x1000, 0x100), Ok(0x1000));
         assert_eq!(t(REMOTE_READ, 0x10ff, 1), Ok(0x10ff));
         assert_eq!(t(REMOTE_WRITE, 0x1000, 1), Err(UseError::Access));
@@ -140,7 +234,18 @@ mod tests {
     #[test]
     fn zero_based_windows_translate() {
         let b = bound(u64::MAX - 0xff, 0x100, REMOTE_WRITE | ZERO_BASED, Some(3));
-        let t = |iova, len| check_use(MwType::Type2, MwState::Valid, Some(&b), true, 3, REMOTE_WRITE, iova, len);
+        let t = |iova, len| {
+            check_use(
+                MwType::Type2,
+                MwState::Valid,
+                Some(&b),
+                true,
+                3,
+                REMOTE_WRITE,
+                iova,
+                len,
+            )
+        };
         assert_eq!(t(0, 0x100), Ok(u64::MAX - 0xff));
         assert_eq!(t(0xff, 1), Ok(u64::MAX));
         assert_eq!(t(0xff, 2), Err(UseError::Bounds));

@@ -182,7 +182,8 @@ impl IpOut {
             h[16..20].copy_from_slice(&self.dgid[12..]);
             set_ipv4_checksum(&mut h[..IPV4_HDR]);
         } else {
-            let vtf = (6u32 << 28) | (u32::from(self.traffic_class) << 20) | (self.flow_label & 0xf_ffff);
+            let vtf =
+                (6u32 << 28) | (u32::from(self.traffic_class) << 20) | (self.flow_label & 0xf_ffff);
             h[0..4].copy_from_slice(&vtf.to_be_bytes());
             h[4..6].copy_from_slice(&udp_len.to_be_bytes());
             h[6] = 17;
@@ -245,7 +246,14 @@ mod tests {
             d[15] = 2;
             (s, d)
         };
-        IpOut { sgid: s, dgid: d, hop_limit: 64, traffic_class: 0x10, flow_label: 0x12345, sport: 0xc123 }
+        IpOut {
+            sgid: s,
+            dgid: d,
+            hop_limit: 64,
+            traffic_class: 0x10,
+            flow_label: 0x12345,
+            sport: 0xc123,
+        }
     }
 
     #[test]
@@ -255,7 +263,10 @@ mod tests {
             let mut p = vec![0u8; o.hdr_len() + 40];
             o.write(&mut p, 40).unwrap();
             let i = parse(&p).unwrap();
-            assert_eq!((i.v6, i.sgid, i.dgid, i.hop_limit, i.traffic_class), (!v4, o.sgid, o.dgid, 64, 0x10));
+            assert_eq!(
+                (i.v6, i.sgid, i.dgid, i.hop_limit, i.traffic_class),
+                (!v4, o.sgid, o.dgid, 64, 0x10)
+            );
             assert_eq!(i.sport, 0xc123);
             assert_eq!(i.flow_label, if v4 { 0 } else { 0x12345 });
             assert_eq!(i.total, p.len());
@@ -303,7 +314,12 @@ mod tests {
     #[test]
     fn sport_in_range_and_stable() {
         assert_eq!(udp_sport(0, 0x11, 0x12), udp_sport(0, 0x12, 0x11));
-        for (f, a, b) in [(0, 1, 1), (0x12345, 5, 6), (0, 0xff_ffff, 0xff_ffff), (0xf_ffff, 0, 0)] {
+        for (f, a, b) in [
+            (0, 1, 1),
+            (0x12345, 5, 6),
+            (0, 0xff_ffff, 0xff_ffff),
+            (0xf_ffff, 0, 0),
+        ] {
             assert!(udp_sport(f, a, b) >= 0xc000);
         }
         // A flow label picks the port without the QPNs.

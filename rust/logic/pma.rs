@@ -124,8 +124,13 @@ mod tests {
         m
     }
 
-    const C: PortCounters =
-        PortCounters { xmit_bytes: 4000, rcv_bytes: 8004, xmit_packets: 7, rcv_packets: 9, link_downed: 300 };
+    const C: PortCounters = PortCounters {
+        xmit_bytes: 4000,
+        rcv_bytes: 8004,
+        xmit_packets: 7,
+        rcv_packets: 9,
+        link_downed: 300,
+    };
 
     #[test]
     fn other_classes_are_left_alone() {
@@ -139,7 +144,10 @@ mod tests {
     #[test]
     fn class_port_info_has_extended_width() {
         let mut out = [0u8; MAD_SIZE];
-        assert_eq!(answer(&get(ATTR_CLASS_PORT_INFO, 0), &C, &mut out), Answer::Reply);
+        assert_eq!(
+            answer(&get(ATTR_CLASS_PORT_INFO, 0), &C, &mut out),
+            Answer::Reply
+        );
         assert_eq!(out[3], METHOD_GET_RESP);
         assert_eq!(be16(&out, 4), 0);
         assert_eq!(&out[8..16], &0x1122_3344_5566_7788u64.to_be_bytes());
@@ -149,7 +157,10 @@ mod tests {
     #[test]
     fn extended_counters() {
         let mut out = [0u8; MAD_SIZE];
-        assert_eq!(answer(&get(ATTR_PORT_COUNTERS_EXT, 1), &C, &mut out), Answer::Reply);
+        assert_eq!(
+            answer(&get(ATTR_PORT_COUNTERS_EXT, 1), &C, &mut out),
+            Answer::Reply
+        );
         assert_eq!(out[ATTR + 1], 1);
         assert_eq!(&out[ATTR + 8..ATTR + 16], &1000u64.to_be_bytes());
         assert_eq!(&out[ATTR + 16..ATTR + 24], &2001u64.to_be_bytes());
@@ -159,9 +170,15 @@ mod tests {
 
     #[test]
     fn basic_counters_saturate() {
-        let big = PortCounters { xmit_bytes: u64::MAX, ..C };
+        let big = PortCounters {
+            xmit_bytes: u64::MAX,
+            ..C
+        };
         let mut out = [0u8; MAD_SIZE];
-        assert_eq!(answer(&get(ATTR_PORT_COUNTERS, 1), &big, &mut out), Answer::Reply);
+        assert_eq!(
+            answer(&get(ATTR_PORT_COUNTERS, 1), &big, &mut out),
+            Answer::Reply
+        );
         assert_eq!(out[ATTR + 7], 0xff);
         assert_eq!(&out[ATTR + 24..ATTR + 28], &u32::MAX.to_be_bytes());
         assert_eq!(&out[ATTR + 32..ATTR + 36], &7u32.to_be_bytes());

@@ -217,7 +217,9 @@ pub fn check_modify(new: &QpAttrs, mask_bits: u32, max_mtu: u32) -> Result<(), A
     if mask_bits & MAX_QP_RD_ATOMIC != 0 && u32::from(new.max_rd_atomic) > limits::MAX_QP_RD_ATOM {
         return Err(AttrError::Invalid);
     }
-    if mask_bits & MAX_DEST_RD_ATOMIC != 0 && u32::from(new.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM {
+    if mask_bits & MAX_DEST_RD_ATOMIC != 0
+        && u32::from(new.max_dest_rd_atomic) > limits::MAX_QP_RD_ATOM
+    {
         return Err(AttrError::Invalid);
     }
     if mask_bits & TIMEOUT != 0 && new.timeout > 31 {
@@ -374,13 +376,25 @@ mod tests {
     fn srq_rules() {
         assert_eq!(check_srq_init(100, 0), Ok((100, 1)));
         assert_eq!(check_srq_init(0, 1), Err(AttrError::Invalid));
-        assert_eq!(check_srq_init(limits::MAX_SRQ_WR + 1, 1), Err(AttrError::Invalid));
+        assert_eq!(
+            check_srq_init(limits::MAX_SRQ_WR + 1, 1),
+            Err(AttrError::Invalid)
+        );
         assert_eq!(check_srq_init(16, 28), Err(AttrError::Invalid));
         assert_eq!(check_srq_init(16, 27), Ok((16, 27)));
-        assert_eq!(check_srq_modify(Some(8), None, 10, 127), Err(AttrError::Invalid));
+        assert_eq!(
+            check_srq_modify(Some(8), None, 10, 127),
+            Err(AttrError::Invalid)
+        );
         assert_eq!(check_srq_modify(Some(10), None, 10, 127), Ok(()));
-        assert_eq!(check_srq_modify(Some(0), None, 0, 127), Err(AttrError::Invalid));
-        assert_eq!(check_srq_modify(None, Some(128), 0, 127), Err(AttrError::Invalid));
+        assert_eq!(
+            check_srq_modify(Some(0), None, 0, 127),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_srq_modify(None, Some(128), 0, 127),
+            Err(AttrError::Invalid)
+        );
         assert_eq!(check_srq_modify(None, Some(127), 0, 127), Ok(()));
     }
 
@@ -388,11 +402,23 @@ mod tests {
 
     #[test]
     fn wqe_sizes() {
-        let c = QpCap { max_send_sge: 4, max_inline_data: 0, ..Default::default() };
+        let c = QpCap {
+            max_send_sge: 4,
+            max_inline_data: 0,
+            ..Default::default()
+        };
         assert_eq!(send_wqe_layout(&c), (208 + 64, 4, 64));
-        let c = QpCap { max_send_sge: 1, max_inline_data: 100, ..Default::default() };
+        let c = QpCap {
+            max_send_sge: 1,
+            max_inline_data: 100,
+            ..Default::default()
+        };
         assert_eq!(send_wqe_layout(&c), (308, 6, 100));
-        let c = QpCap { max_send_sge: 32, max_inline_data: 512, ..Default::default() };
+        let c = QpCap {
+            max_send_sge: 32,
+            max_inline_data: 512,
+            ..Default::default()
+        };
         assert_eq!(send_wqe_layout(&c), (720, 32, 512));
         assert_eq!(recv_wqe_size(0), 40);
         assert_eq!(recv_wqe_size(32), 552);
@@ -400,14 +426,66 @@ mod tests {
 
     #[test]
     fn caps() {
-        let ok = QpCap { max_send_wr: 100, max_recv_wr: 100, max_send_sge: 32, max_recv_sge: 32, max_inline_data: 512 };
+        let ok = QpCap {
+            max_send_wr: 100,
+            max_recv_wr: 100,
+            max_send_sge: 32,
+            max_recv_sge: 32,
+            max_inline_data: 512,
+        };
         assert_eq!(check_cap(&ok, false), Ok(()));
-        assert_eq!(check_cap(&QpCap { max_send_sge: 33, ..ok }, false), Err(AttrError::Invalid));
-        assert_eq!(check_cap(&QpCap { max_inline_data: 513, ..ok }, false), Err(AttrError::Invalid));
-        assert_eq!(check_cap(&QpCap { max_send_wr: u32::MAX, ..ok }, false), Err(AttrError::Invalid));
-        assert_eq!(check_cap(&QpCap { max_recv_wr: u32::MAX, ..ok }, false), Err(AttrError::Invalid));
+        assert_eq!(
+            check_cap(
+                &QpCap {
+                    max_send_sge: 33,
+                    ..ok
+                },
+                false
+            ),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_cap(
+                &QpCap {
+                    max_inline_data: 513,
+                    ..ok
+                },
+                false
+            ),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_cap(
+                &QpCap {
+                    max_send_wr: u32::MAX,
+                    ..ok
+                },
+                false
+            ),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_cap(
+                &QpCap {
+                    max_recv_wr: u32::MAX,
+                    ..ok
+                },
+                false
+            ),
+            Err(AttrError::Invalid)
+        );
         // With an SRQ the receive side is not the QP's.
-        assert_eq!(check_cap(&QpCap { max_recv_wr: u32::MAX, max_recv_sge: 99, ..ok }, true), Ok(()));
+        assert_eq!(
+            check_cap(
+                &QpCap {
+                    max_recv_wr: u32::MAX,
+                    max_recv_sge: 99,
+                    ..ok
+                },
+                true
+            ),
+            Ok(())
+        );
     }
 
     #[test]
@@ -426,22 +504,87 @@ mod tests {
             rnr_retry: 7,
             ..Default::default()
         };
-        let m = mask::STATE | mask::SQ_PSN | mask::RQ_PSN | mask::DEST_QPN | mask::PORT | mask::PATH_MTU | mask::TIMEOUT;
+        let m = mask::STATE
+            | mask::SQ_PSN
+            | mask::RQ_PSN
+            | mask::DEST_QPN
+            | mask::PORT
+            | mask::PATH_MTU
+            | mask::TIMEOUT;
         assert_eq!(check_modify(&new, m, 5), Ok(()));
         apply(&mut a, &new, m);
-        assert_eq!((a.state, a.sq_psn, a.rq_psn, a.dest_qp_num), (QpState::Rts, 0x34_5678, 1, 0xff_ffff));
+        assert_eq!(
+            (a.state, a.sq_psn, a.rq_psn, a.dest_qp_num),
+            (QpState::Rts, 0x34_5678, 1, 0xff_ffff)
+        );
         // Not named in the mask: unchanged.
         assert_eq!(a.qkey, 0);
-        assert_eq!(check_modify(&QpAttrs { port_num: 2, ..new }, mask::PORT, 5), Err(AttrError::Invalid));
-        assert_eq!(check_modify(&QpAttrs { path_mtu: 6, ..new }, mask::PATH_MTU, 5), Err(AttrError::Invalid));
-        assert_eq!(check_modify(&QpAttrs { path_mtu: 0, ..new }, mask::PATH_MTU, 5), Err(AttrError::Invalid));
-        assert_eq!(check_modify(&QpAttrs { timeout: 32, ..new }, mask::TIMEOUT, 5), Err(AttrError::Invalid));
-        assert_eq!(check_modify(&QpAttrs { retry_cnt: 8, ..new }, mask::RETRY_CNT, 5), Err(AttrError::Invalid));
-        assert_eq!(check_modify(&QpAttrs { max_rd_atomic: 129, ..new }, mask::MAX_QP_RD_ATOMIC, 5), Err(AttrError::Invalid));
-        assert_eq!(check_modify(&QpAttrs { pkey_index: 1, ..new }, mask::PKEY_INDEX, 5), Err(AttrError::Invalid));
-        assert_eq!(check_modify(&new, mask::RATE_LIMIT, 5), Err(AttrError::NotSupported));
+        assert_eq!(
+            check_modify(&QpAttrs { port_num: 2, ..new }, mask::PORT, 5),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_modify(&QpAttrs { path_mtu: 6, ..new }, mask::PATH_MTU, 5),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_modify(&QpAttrs { path_mtu: 0, ..new }, mask::PATH_MTU, 5),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_modify(&QpAttrs { timeout: 32, ..new }, mask::TIMEOUT, 5),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_modify(
+                &QpAttrs {
+                    retry_cnt: 8,
+                    ..new
+                },
+                mask::RETRY_CNT,
+                5
+            ),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_modify(
+                &QpAttrs {
+                    max_rd_atomic: 129,
+                    ..new
+                },
+                mask::MAX_QP_RD_ATOMIC,
+                5
+            ),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_modify(
+                &QpAttrs {
+                    pkey_index: 1,
+                    ..new
+                },
+                mask::PKEY_INDEX,
+                5
+            ),
+            Err(AttrError::Invalid)
+        );
+        assert_eq!(
+            check_modify(&new, mask::RATE_LIMIT, 5),
+            Err(AttrError::NotSupported)
+        );
         // Out-of-range values are fine when the mask does not name them.
-        assert_eq!(check_modify(&QpAttrs { timeout: 99, port_num: 9, ..new }, mask::QKEY, 5), Ok(()));
+        assert_eq!(
+            check_modify(
+                &QpAttrs {
+                    timeout: 99,
+                    port_num: 9,
+                    ..new
+                },
+                mask::QKEY,
+                5
+            ),
+            Ok(())
+        );
     }
 
     #[test]

@@ -250,8 +250,9 @@ impl Syndrome {
 
 /// RNR NAK timer values in microseconds, by 5-bit code (IB spec table 45).
 const RNR_US: [u32; 32] = [
-    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560, 3_840, 5_120, 7_680,
-    10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760, 327_680, 491_520,
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560, 3_840,
+    5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
+    245_760, 327_680, 491_520,
 ];
 
 /// How long an RNR NAK with timer `code` asks the requester to wait.
@@ -428,14 +429,25 @@ mod tests {
             for imm in [false, true] {
                 let (r, p) = classify_req(write_opcode(pos, imm)).unwrap();
                 assert_eq!(p, pos);
-                assert_eq!(r, Req::Write { imm: imm && pos.ends() });
+                assert_eq!(
+                    r,
+                    Req::Write {
+                        imm: imm && pos.ends()
+                    }
+                );
                 for inv in [false, true] {
                     if imm && inv {
                         continue;
                     }
                     let (r, p) = classify_req(send_opcode(pos, imm, inv)).unwrap();
                     assert_eq!(p, pos);
-                    assert_eq!(r, Req::Send { imm: imm && pos.ends(), inv: inv && pos.ends() });
+                    assert_eq!(
+                        r,
+                        Req::Send {
+                            imm: imm && pos.ends(),
+                            inv: inv && pos.ends()
+                        }
+                    );
                 }
             }
             assert_eq!(read_resp_pos(read_resp_opcode(pos)), Some(pos));
@@ -444,7 +456,9 @@ mod tests {
         assert_eq!(classify_req(op::ACK), None);
         assert_eq!(classify_req(0x15), None);
         assert_eq!(classify_req(0x24), None, "UC opcodes are not RC");
-        assert!(is_response(op::ACK) && is_response(op::READ_RESP_FIRST) && !is_response(op::CMP_SWAP));
+        assert!(
+            is_response(op::ACK) && is_response(op::READ_RESP_FIRST) && !is_response(op::CMP_SWAP)
+        );
     }
 
     #[test]
@@ -455,7 +469,12 @@ mod tests {
         assert_eq!(Syndrome::parse(0x62), Some(Syndrome::Nak(Nak::RemAccess)));
         assert_eq!(Syndrome::parse(0x65), None);
         assert_eq!(Syndrome::parse(0x40), None);
-        for s in [Syndrome::Ack, Syndrome::Rnr(31), Syndrome::Nak(Nak::RemOp), Syndrome::Nak(Nak::InvReq)] {
+        for s in [
+            Syndrome::Ack,
+            Syndrome::Rnr(31),
+            Syndrome::Nak(Nak::RemOp),
+            Syndrome::Nak(Nak::InvReq),
+        ] {
             assert_eq!(Syndrome::parse(s.byte()), Some(s));
         }
     }

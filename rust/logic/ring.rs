@@ -43,7 +43,10 @@ impl Geometry {
     pub fn new(entries: u32, elem_size: u32, max_bytes: usize) -> Option<Self> {
         let elem = elem_size.max(MIN_ELEM).checked_next_power_of_two()?;
         let slots = entries.checked_add(1)?.checked_next_power_of_two()?;
-        let g = Self { log2_elem: elem.trailing_zeros(), index_mask: slots - 1 };
+        let g = Self {
+            log2_elem: elem.trailing_zeros(),
+            index_mask: slots - 1,
+        };
         (g.buf_len()? <= max_bytes).then_some(g)
     }
 
@@ -59,7 +62,9 @@ impl Geometry {
 
     /// Bytes of header and slots.
     pub fn buf_len(&self) -> Option<usize> {
-        self.slots().checked_mul(self.elem_size())?.checked_add(HDR_SIZE)
+        self.slots()
+            .checked_mul(self.elem_size())?
+            .checked_add(HDR_SIZE)
     }
 
     /// Byte offset of the slot for (unmasked) index `i`.
@@ -98,12 +103,21 @@ mod tests {
         // n + 1 is rounded: 127 entries fit 128 slots, 128 need 256.
         assert_eq!(Geometry::new(127, 128, MAX).unwrap().slots(), 128);
         assert_eq!(Geometry::new(128, 128, MAX).unwrap().slots(), 256);
-        assert_eq!(Geometry::new(0, 1, MAX).unwrap(), Geometry { log2_elem: 6, index_mask: 0 });
+        assert_eq!(
+            Geometry::new(0, 1, MAX).unwrap(),
+            Geometry {
+                log2_elem: 6,
+                index_mask: 0
+            }
+        );
         assert_eq!(Geometry::new(1, 1, MAX).unwrap().index_mask, 1);
         // A send queue slot for 32 SGEs: 208 + 512 bytes -> 1024.
         assert_eq!(Geometry::new(16, 720, MAX).unwrap().elem_size(), 1024);
         // rxe's max_cqe: 32767 entries in 32768 slots of 128 bytes.
-        assert_eq!(Geometry::new(32767, 128, MAX).unwrap().buf_len(), Some(384 + (1 << 22)));
+        assert_eq!(
+            Geometry::new(32767, 128, MAX).unwrap().buf_len(),
+            Some(384 + (1 << 22))
+        );
     }
 
     #[test]

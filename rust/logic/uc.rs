@@ -183,7 +183,10 @@ mod tests {
 
     #[test]
     fn drops_to_the_next_first() {
-        let mut s = RxSeq { epsn: 10, msg: None };
+        let mut s = RxSeq {
+            epsn: 10,
+            msg: None,
+        };
         assert_eq!(s.judge(10, Kind::Send, Pos::First), Verdict::Start);
         assert_eq!(s.judge(11, Kind::Send, Pos::Middle), Verdict::Continue);
         // Packet 12 is lost: 13 and everything after it up to a FIRST go.
@@ -200,7 +203,10 @@ mod tests {
         // A MIDDLE of the wrong kind.
         assert_eq!(s.judge(19, Kind::Write, Pos::Middle), Verdict::Drop);
         // PSNs wrap.
-        let mut w = RxSeq { epsn: 0xff_ffff, msg: None };
+        let mut w = RxSeq {
+            epsn: 0xff_ffff,
+            msg: None,
+        };
         assert_eq!(w.judge(0xff_ffff, Kind::Send, Pos::First), Verdict::Start);
         assert_eq!(w.judge(0, Kind::Send, Pos::Last), Verdict::Continue);
     }

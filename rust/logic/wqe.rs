@@ -112,7 +112,12 @@ impl Opcode {
             Transport::Ud => matches!(self, Self::Send | Self::SendImm),
             Transport::Uc => matches!(
                 self,
-                Self::RdmaWrite | Self::RdmaWriteImm | Self::Send | Self::SendImm | Self::LocalInv | Self::BindMw
+                Self::RdmaWrite
+                    | Self::RdmaWriteImm
+                    | Self::Send
+                    | Self::SendImm
+                    | Self::LocalInv
+                    | Self::BindMw
             ),
             Transport::Rc => true,
         }
@@ -139,7 +144,12 @@ impl Opcode {
     pub const fn has_payload(self) -> bool {
         matches!(
             self,
-            Self::RdmaWrite | Self::RdmaWriteImm | Self::Send | Self::SendImm | Self::SendInv | Self::RdmaRead
+            Self::RdmaWrite
+                | Self::RdmaWriteImm
+                | Self::Send
+                | Self::SendImm
+                | Self::SendInv
+                | Self::RdmaRead
         )
     }
 }
@@ -314,7 +324,11 @@ pub fn atomic_write_value(slot: &[u8]) -> Option<[u8; 8]> {
 /// The SGE at index `i` of a WQE whose SGEs start at `base`.
 pub fn sge_at(slot: &[u8], base: usize, i: u32) -> Option<Sge> {
     let off = base.checked_add((i as usize).checked_mul(SGE)?)?;
-    Some(Sge { addr: u64_at(slot, off)?, length: u32_at(slot, off + 8)?, lkey: u32_at(slot, off + 12)? })
+    Some(Sge {
+        addr: u64_at(slot, off)?,
+        length: u32_at(slot, off + 8)?,
+        lkey: u32_at(slot, off + 12)?,
+    })
 }
 
 fn sum_sges(slot: &[u8], base: usize, n: u32) -> Result<u64, WqeError> {
@@ -331,7 +345,12 @@ fn sum_sges(slot: &[u8], base: usize, n: u32) -> Result<u64, WqeError> {
 
 /// Parses and validates a send WQE copied from a slot, for a QP of
 /// transport `t` with capacities `max_sge` and `max_inline`.
-pub fn parse_send(slot: &[u8], t: Transport, max_sge: u32, max_inline: u32) -> Result<SendWqe, WqeError> {
+pub fn parse_send(
+    slot: &[u8],
+    t: Transport,
+    max_sge: u32,
+    max_inline: u32,
+) -> Result<SendWqe, WqeError> {
     if slot.len() < SEND_HDR {
         return Err(WqeError::Short);
     }
@@ -352,9 +371,10 @@ pub fn parse_send(slot: &[u8], t: Transport, max_sge: u32, max_inline: u32) -> R
         },
         Opcode::Send | Opcode::SendImm => WrDetail::None,
         Opcode::SendInv => WrDetail::Inv { rkey: ex },
-        Opcode::RdmaWrite | Opcode::RdmaWriteImm | Opcode::RdmaRead => {
-            WrDetail::Rdma { remote_addr: get64(WR)?, rkey: get32(WR + 8)? }
-        }
+        Opcode::RdmaWrite | Opcode::RdmaWriteImm | Opcode::RdmaRead => WrDetail::Rdma {
+            remote_addr: get64(WR)?,
+            rkey: get32(WR + 8)?,
+        },
         Opcode::Flush => {
             let sel = get32(WR + 16)?;
             WrDetail::Flush {
@@ -371,9 +391,16 @@ pub fn parse_send(slot: &[u8], t: Transport, max_sge: u32, max_inline: u32) -> R
             swap: get64(WR + 16)?,
             rkey: get32(WR + 24)?,
         },
-        Opcode::AtomicWrite => WrDetail::Rdma { remote_addr: get64(WR)?, rkey: get32(WR + 8)? },
+        Opcode::AtomicWrite => WrDetail::Rdma {
+            remote_addr: get64(WR)?,
+            rkey: get32(WR + 8)?,
+        },
         Opcode::LocalInv => WrDetail::Inv { rkey: ex },
-        Opcode::RegMr => WrDetail::Reg { mr_key: get32(WR)?, key: get32(WR + 4)?, access: get32(WR + 8)? },
+        Opcode::RegMr => WrDetail::Reg {
+            mr_key: get32(WR)?,
+            key: get32(WR + 4)?,
+            access: get32(WR + 8)?,
+        },
         Opcode::BindMw => WrDetail::Mw {
             addr: get64(WR)?,
             length: get64(WR + 8)?,
@@ -400,9 +427,19 @@ pub fn parse_send(slot: &[u8], t: Transport, max_sge: u32, max_inline: u32) -> R
         }
         // The total is recomputed, not taken from `dma.length` (which
         // librxe's SGE list builder gets wrong).
-        Payload::Sges { n, length: sum_sges(slot, SEND_HDR, n)? }
+        Payload::Sges {
+            n,
+            length: sum_sges(slot, SEND_HDR, n)?,
+        }
     };
-    Ok(SendWqe { wr_id: get64(WR_ID)?, opcode, send_flags, ex, detail, payload })
+    Ok(SendWqe {
+        wr_id: get64(WR_ID)?,
+        opcode,
+        send_flags,
+        ex,
+        detail,
+        payload,
+    })
 }
 
 /// A validated receive WQE.
@@ -423,7 +460,11 @@ pub fn parse_recv(slot: &[u8], max_sge: u32) -> Result<RecvWqe, WqeError> {
     if n > max_sge || RECV_HDR + n as usize * SGE > slot.len() {
         return Err(WqeError::TooManySge);
     }
-    Ok(RecvWqe { wr_id, num_sge: n, length: sum_sges(slot, RECV_HDR, n)? })
+    Ok(RecvWqe {
+        wr_id,
+        num_sge: n,
+        length: sum_sges(slot, RECV_HDR, n)?,
+    })
 }
 
 /// The address vector an older provider embeds in a UD WQE (`struct
@@ -538,7 +579,12 @@ pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = S
     put32(slot, SEND_FLAGS, f.send_flags);
     put32(slot, EX, f.ex);
     match f.detail {
-        WrDetail::Ud { remote_qpn, remote_qkey, pkey_index, ah_num } => {
+        WrDetail::Ud {
+            remote_qpn,
+            remote_qkey,
+            pkey_index,
+            ah_num,
+        } => {
             put32(slot, WR, remote_qpn);
             put32(slot, WR + 4, remote_qkey);
             put32(slot, WR + 8, u32::from(pkey_index));
@@ -548,12 +594,21 @@ pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = S
             slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());
             put32(slot, WR + 8, rkey);
         }
-        WrDetail::Reg { mr_key, key, access } => {
+        WrDetail::Reg {
+            mr_key,
+            key,
+            access,
+        } => {
             put32(slot, WR, mr_key);
             put32(slot, WR + 4, key);
             put32(slot, WR + 8, access);
         }
-        WrDetail::Atomic { remote_addr, compare_add, swap, rkey } => {
+        WrDetail::Atomic {
+            remote_addr,
+            compare_add,
+            swap,
+            rkey,
+        } => {
             slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());
             slot[WR + 8..WR + 16].copy_from_slice(&compare_add.to_ne_bytes());
             slot[WR + 16..WR + 24].copy_from_slice(&swap.to_ne_bytes());
@@ -622,32 +677,69 @@ mod tests {
 
     #[test]
     fn send_on_each_transport() {
-        let b = send_slot(2, SEND_SIGNALED, &[(0x1000, 100, 0x105), (0x2000, 28, 0x105)]);
+        let b = send_slot(
+            2,
+            SEND_SIGNALED,
+            &[(0x1000, 100, 0x105), (0x2000, 28, 0x105)],
+        );
         let w = parse_send(&b, Transport::Rc, 4, 0).unwrap();
-        assert_eq!((w.wr_id, w.opcode, w.payload), (0xfeed, Opcode::Send, Payload::Sges { n: 2, length: 128 }));
-        assert_eq!(sge_at(&b, SEND_HDR, 1), Some(Sge { addr: 0x2000, length: 28, lkey: 0x105 }));
+        assert_eq!(
+            (w.wr_id, w.opcode, w.payload),
+            (0xfeed, Opcode::Send, Payload::Sges { n: 2, length: 128 })
+        );
+        assert_eq!(
+            sge_at(&b, SEND_HDR, 1),
+            Some(Sge {
+                addr: 0x2000,
+                length: 28,
+                lkey: 0x105
+            })
+        );
         let mut u = b;
         put32(&mut u, WR, 0xff00_0042);
         put32(&mut u, WR + 12, 7);
         let w = parse_send(&u, Transport::Ud, 4, 0).unwrap();
-        assert_eq!(w.detail, WrDetail::Ud { remote_qpn: 0x42, remote_qkey: 0, pkey_index: 0, ah_num: 7 });
+        assert_eq!(
+            w.detail,
+            WrDetail::Ud {
+                remote_qpn: 0x42,
+                remote_qkey: 0,
+                pkey_index: 0,
+                ah_num: 7
+            }
+        );
     }
 
     #[test]
     fn opcodes_are_checked_first() {
         for bad in [10, 11, 12, 13, 16, 0x21, u32::MAX] {
-            assert_eq!(parse_send(&send_slot(bad, 0, &[]), Transport::Rc, 4, 0), Err(WqeError::Opcode));
+            assert_eq!(
+                parse_send(&send_slot(bad, 0, &[]), Transport::Rc, 4, 0),
+                Err(WqeError::Opcode)
+            );
         }
         // Fast registration parses on RC (the provider refuses it from user
         // QPs), nowhere else.
         assert!(matches!(
             parse_send(&send_slot(0x20, 0, &[]), Transport::Rc, 4, 0),
-            Ok(SendWqe { opcode: Opcode::RegMr, .. })
+            Ok(SendWqe {
+                opcode: Opcode::RegMr,
+                ..
+            })
         ));
-        assert_eq!(parse_send(&send_slot(0x20, 0, &[]), Transport::Uc, 4, 0), Err(WqeError::Opcode));
+        assert_eq!(
+            parse_send(&send_slot(0x20, 0, &[]), Transport::Uc, 4, 0),
+            Err(WqeError::Opcode)
+        );
         // Reads and atomics are RC only; UD only sends.
-        assert_eq!(parse_send(&send_slot(4, 0, &[]), Transport::Uc, 4, 0), Err(WqeError::Opcode));
-        assert_eq!(parse_send(&send_slot(0, 0, &[]), Transport::Ud, 4, 0), Err(WqeError::Opcode));
+        assert_eq!(
+            parse_send(&send_slot(4, 0, &[]), Transport::Uc, 4, 0),
+            Err(WqeError::Opcode)
+        );
+        assert_eq!(
+            parse_send(&send_slot(0, 0, &[]), Transport::Ud, 4, 0),
+            Err(WqeError::Opcode)
+        );
         assert!(parse_send(&send_slot(0, 0, &[]), Transport::Uc, 4, 0).is_ok());
         assert_eq!(Opcode::FetchAdd.wc_opcode(), 4);
     }
@@ -656,32 +748,59 @@ mod tests {
     fn hostile_counts_and_lengths() {
         let mut b = send_slot(2, 0, &[]);
         put32(&mut b, SEND_DMA + DMA_NUM_SGE, 5);
-        assert_eq!(parse_send(&b, Transport::Rc, 4, 0), Err(WqeError::TooManySge));
+        assert_eq!(
+            parse_send(&b, Transport::Rc, 4, 0),
+            Err(WqeError::TooManySge)
+        );
         put32(&mut b, SEND_DMA + DMA_NUM_SGE, u32::MAX);
-        assert_eq!(parse_send(&b, Transport::Rc, u32::MAX, 0), Err(WqeError::TooManySge));
+        assert_eq!(
+            parse_send(&b, Transport::Rc, u32::MAX, 0),
+            Err(WqeError::TooManySge)
+        );
         // 19 SGEs fill a 512-byte slot (208 + 304); 20 do not fit.
         put32(&mut b, SEND_DMA + DMA_NUM_SGE, 19);
         assert!(parse_send(&b, Transport::Rc, 32, 0).is_ok());
         put32(&mut b, SEND_DMA + DMA_NUM_SGE, 20);
-        assert_eq!(parse_send(&b, Transport::Rc, 32, 0), Err(WqeError::TooManySge));
+        assert_eq!(
+            parse_send(&b, Transport::Rc, 32, 0),
+            Err(WqeError::TooManySge)
+        );
         // Lengths sum past 2^31.
         let big = send_slot(2, 0, &[(0, u32::MAX, 1), (0, u32::MAX, 1)]);
-        assert_eq!(parse_send(&big, Transport::Rc, 4, 0), Err(WqeError::TooLong));
+        assert_eq!(
+            parse_send(&big, Transport::Rc, 4, 0),
+            Err(WqeError::TooLong)
+        );
         // A lying dma.length is ignored.
         let mut l = send_slot(2, 0, &[(0, 10, 1)]);
         put32(&mut l, SEND_DMA + DMA_LENGTH, 999_999);
-        assert_eq!(parse_send(&l, Transport::Rc, 4, 0).unwrap().payload, Payload::Sges { n: 1, length: 10 });
-        assert_eq!(parse_send(&[0u8; 100], Transport::Rc, 4, 0), Err(WqeError::Short));
+        assert_eq!(
+            parse_send(&l, Transport::Rc, 4, 0).unwrap().payload,
+            Payload::Sges { n: 1, length: 10 }
+        );
+        assert_eq!(
+            parse_send(&[0u8; 100], Transport::Rc, 4, 0),
+            Err(WqeError::Short)
+        );
     }
 
     #[test]
     fn inline() {
         let mut b = send_slot(2, SEND_INLINE, &[]);
         put32(&mut b, SEND_DMA + DMA_LENGTH, 64);
-        assert_eq!(parse_send(&b, Transport::Rc, 1, 64).unwrap().payload, Payload::Inline { len: 64 });
-        assert_eq!(parse_send(&b, Transport::Rc, 1, 63), Err(WqeError::InlineTooLong));
+        assert_eq!(
+            parse_send(&b, Transport::Rc, 1, 64).unwrap().payload,
+            Payload::Inline { len: 64 }
+        );
+        assert_eq!(
+            parse_send(&b, Transport::Rc, 1, 63),
+            Err(WqeError::InlineTooLong)
+        );
         put32(&mut b, SEND_DMA + DMA_LENGTH, 400);
-        assert_eq!(parse_send(&b, Transport::Rc, 1, 512), Err(WqeError::InlineTooLong));
+        assert_eq!(
+            parse_send(&b, Transport::Rc, 1, 512),
+            Err(WqeError::InlineTooLong)
+        );
     }
 
     #[test]
@@ -691,7 +810,14 @@ mod tests {
         put32(&mut b, RECV_DMA + DMA_NUM_SGE, 2);
         put32(&mut b, RECV_HDR + 8, 4096);
         put32(&mut b, RECV_HDR + 16 + 8, 100);
-        assert_eq!(parse_recv(&b, 2), Ok(RecvWqe { wr_id: 77, num_sge: 2, length: 4196 }));
+        assert_eq!(
+            parse_recv(&b, 2),
+            Ok(RecvWqe {
+                wr_id: 77,
+                num_sge: 2,
+                length: 4196
+            })
+        );
         assert_eq!(parse_recv(&b, 1), Err(WqeError::TooManySge));
         put32(&mut b, RECV_DMA + DMA_NUM_SGE, 6);
         assert_eq!(parse_recv(&b, 8), Err(WqeError::TooManySge));
@@ -735,33 +861,83 @@ mod tests {
     #[test]
     fn kernel_encoding_parses_back() {
         let mut slot = [0xeeu8; 512];
-        let sges = [Sge { addr: 0x1000, length: 100, lkey: 0x301 }, Sge { addr: 0x9000, length: 28, lkey: 0x301 }];
+        let sges = [
+            Sge {
+                addr: 0x1000,
+                length: 100,
+                lkey: 0x301,
+            },
+            Sge {
+                addr: 0x9000,
+                length: 28,
+                lkey: 0x301,
+            },
+        ];
         let f = SendFields {
             wr_id: 0xfeed,
             opcode: 2,
             send_flags: SEND_SIGNALED,
             ex: 0,
-            detail: WrDetail::Ud { remote_qpn: 1, remote_qkey: 0x8001_0000, pkey_index: 0, ah_num: 9 },
+            detail: WrDetail::Ud {
+                remote_qpn: 1,
+                remote_qkey: 0x8001_0000,
+                pkey_index: 0,
+                ah_num: 9,
+            },
         };
         encode_send(&mut slot, &f, sges.iter().copied()).unwrap();
         let w = parse_send(&slot, Transport::Ud, 2, 0).unwrap();
-        assert_eq!((w.wr_id, w.opcode, w.send_flags), (0xfeed, Opcode::Send, SEND_SIGNALED));
-        assert!(matches!(w.detail, WrDetail::Ud { remote_qpn: 1, remote_qkey: 0x8001_0000, ah_num: 9, .. }));
+        assert_eq!(
+            (w.wr_id, w.opcode, w.send_flags),
+            (0xfeed, Opcode::Send, SEND_SIGNALED)
+        );
+        assert!(matches!(
+            w.detail,
+            WrDetail::Ud {
+                remote_qpn: 1,
+                remote_qkey: 0x8001_0000,
+                ah_num: 9,
+                ..
+            }
+        ));
         assert!(matches!(w.payload, Payload::Sges { n: 2, length: 128 }));
         assert_eq!(sge_at(&slot, SEND_HDR, 1).unwrap().addr, 0x9000);
         // One SGE more than the QP allows is refused when parsed.
-        assert_eq!(parse_send(&slot, Transport::Ud, 1, 0).err(), Some(WqeError::TooManySge));
-        let f = SendFields { opcode: 1, ex: 0x1234, detail: WrDetail::Rdma { remote_addr: 0xabc, rkey: 7 }, ..f };
+        assert_eq!(
+            parse_send(&slot, Transport::Ud, 1, 0).err(),
+            Some(WqeError::TooManySge)
+        );
+        let f = SendFields {
+            opcode: 1,
+            ex: 0x1234,
+            detail: WrDetail::Rdma {
+                remote_addr: 0xabc,
+                rkey: 7,
+            },
+            ..f
+        };
         encode_send(&mut slot, &f, sges.iter().copied()).unwrap();
         let w = parse_send(&slot, Transport::Uc, 2, 0).unwrap();
-        assert!(matches!(w.detail, WrDetail::Rdma { remote_addr: 0xabc, rkey: 7 }));
+        assert!(matches!(
+            w.detail,
+            WrDetail::Rdma {
+                remote_addr: 0xabc,
+                rkey: 7
+            }
+        ));
         assert_eq!((w.opcode, w.ex), (Opcode::RdmaWriteImm, 0x1234));
         // SGEs past the slot.
-        assert_eq!(encode_send(&mut slot[..SEND_HDR + 16], &f, sges.iter().copied()), None);
+        assert_eq!(
+            encode_send(&mut slot[..SEND_HDR + 16], &f, sges.iter().copied()),
+            None
+        );
         let mut r = [0u8; RECV_HDR + 2 * SGE];
         encode_recv(&mut r, 77, sges.iter().copied()).unwrap();
         let rw = parse_recv(&r, 2).unwrap();
         assert_eq!((rw.wr_id, rw.num_sge, rw.length), (77, 2, 128));
-        assert_eq!(encode_recv(&mut r[..RECV_HDR + SGE], 1, sges.iter().copied()), None);
+        assert_eq!(
+            encode_recv(&mut r[..RECV_HDR + SGE], 1, sges.iter().copied()),
+            None
+        );
     }
 }

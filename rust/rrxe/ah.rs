@@ -63,7 +63,11 @@ unsafe impl AsBytes for CreateAhResp {}
 /// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
 /// 1, with a resolved RoCEv2 source GID.
 pub fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
-    if !init.roce || !init.grh || init.av.port_num != 1 || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN {
+    if !init.roce
+        || !init.grh
+        || init.av.port_num != 1
+        || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN
+    {
         return Err(EINVAL);
     }
     let sgid = init.sgid.ok_or(EINVAL)?;
@@ -75,18 +79,42 @@ pub fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<
     let Some(u) = udata else {
         // A kernel AH: kernel work requests name it by pointer, so it needs
         // no number and no table slot; it may be made in atomic context.
-        let flags = if init.sleepable { GFP_KERNEL } else { GFP_ATOMIC };
-        let shared = Arc::new(AhShared { num: 0, pd: pd_id, av: init.av, sgid: sgid.gid }, flags)?;
+        let flags = if init.sleepable {
+            GFP_KERNEL
+        } else {
+            GFP_ATOMIC
+        };
+        let shared = Arc::new(
+            AhShared {
+                num: 0,
+                pd: pd_id,
+                av: init.av,
+                sgid: sgid.gid,
+            },
+            flags,
+        )?;
         return Ok(RrxeAh { shared, dev });
     };
-    let (num, shared) =
-        dev.ah_pool().insert(|num| Ok(Arc::new(AhShared { num, pd: pd_id, av: init.av, sgid: sgid.gid }, GFP_KERNEL)?))?;
+    let (num, shared) = dev.ah_pool().insert(|num| {
+        Ok(Arc::new(
+            AhShared {
+                num,
+                pd: pd_id,
+                av: init.av,
+                sgid: sgid.gid,
+            },
+            GFP_KERNEL,
+        )?)
+    })?;
     let ah = RrxeAh { shared, dev };
     let udata = Some(u);
     if let Some(u) = udata {
         if u.outlen() >= core::mem::size_of::<CreateAhResp>() {
             // On failure `ah` is dropped and leaves the table.
-            u.write_out(&CreateAhResp { ah_num: num, reserved: 0 })?;
+            u.write_out(&CreateAhResp {
+                ah_num: num,
+                reserved: 0,
+            })?;
         }
     }
     Ok(ah)

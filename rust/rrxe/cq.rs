@@ -35,8 +35,16 @@ use kernel::{
 const MAX_RING_BYTES: usize = ring::HDR_SIZE + (1 << 22);
 
 enum Ring {
-    User { ring: UserRing, uc: *const Ucontext<Rrxe> },
-    Kernel { slots: KVec<Wc>, geo: Geometry, prod: u32, cons: u32 },
+    User {
+        ring: UserRing,
+        uc: *const Ucontext<Rrxe>,
+    },
+    Kernel {
+        slots: KVec<Wc>,
+        geo: Geometry,
+        prod: u32,
+        cons: u32,
+    },
 }
 
 struct Inner {
@@ -104,7 +112,10 @@ pub fn create_cq(
     if attr.flags != 0 {
         return Err(EOPNOTSUPP);
     }
-    if attr.cqe == 0 || attr.cqe > d.attrs().max_cqe || attr.comp_vector >= crate::ib::num_possible_cpus() {
+    if attr.cqe == 0
+        || attr.cqe > d.attrs().max_cqe
+        || attr.comp_vector >= crate::ib::num_possible_cpus()
+    {
         return Err(EINVAL);
     }
     if let Some((_, Some(u))) = user {
@@ -113,11 +124,20 @@ pub fn create_cq(
         }
     }
     d.cq_count()
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < d.attrs().max_cq).then_some(n + 1))
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n < d.attrs().max_cq).then_some(n + 1)
+        })
         .map_err(|_| ENOMEM)?;
     // From here the count is released by `RrxeCq`'s drop, or below.
     let ring = match user {
-        Some((uc, udata)) => UserRing::new(uc, Role::KernelProduces, attr.cqe, ring::CQE_SIZE, MAX_RING_BYTES).and_then(|r| {
+        Some((uc, udata)) => UserRing::new(
+            uc,
+            Role::KernelProduces,
+            attr.cqe,
+            ring::CQE_SIZE,
+            MAX_RING_BYTES,
+        )
+        .and_then(|r| {
             if let Some(u) = udata {
                 u.write_out(&r.mmap_info())?;
             }
@@ -136,8 +156,15 @@ pub fn create_cq(
         Ring::User { ring, .. } => ring.geometry().index_mask,
         Ring::Kernel { geo, .. } => geo.index_mask,
     };
-    let shared = KBox::pin_init(new_spinlock!(Inner { ring, arm: None, cq: Some(this) }), GFP_KERNEL)
-        .and_then(|inner| Ok(Arc::new(CqShared { inner }, GFP_KERNEL)?));
+    let shared = KBox::pin_init(
+        new_spinlock!(Inner {
+            ring,
+            arm: None,
+            cq: Some(this)
+        }),
+        GFP_KERNEL,
+    )
+    .and_then(|inner| Ok(Arc::new(CqShared { inner }, GFP_KERNEL)?));
     match shared {
         Ok(shared) => Ok((RrxeCq { shared, dev: d }, cqe)),
         Err(e) => {
@@ -153,7 +180,12 @@ fn kernel_ring(entries: u32) -> Result<Ring> {
     for _ in 0..geo.slots() {
         slots.push(Wc::default(), GFP_KERNEL)?;
     }
-    Ok(Ring::Kernel { slots, geo, prod: 0, cons: 0 })
+    Ok(Ring::Kernel {
+        slots,
+        geo,
+        prod: 0,
+        cons: 0,
+    })
 }
 
 /// `resize_cq` (user CQs): a new ring with the unconsumed entries, whose
@@ -177,7 +209,13 @@ pub fn resize_cq(cq: &Cq<Rrxe>, cqe: u32, udata: Option<&Udata>) -> Result<u32> 
         Ring::Kernel { .. } => return Err(EOPNOTSUPP),
     };
     // SAFETY: The owning context outlives the CQ (see `CqShared`).
-    let mut new = UserRing::new(unsafe { &*uc }, Role::KernelProduces, cqe, ring::CQE_SIZE, MAX_RING_BYTES)?;
+    let mut new = UserRing::new(
+        unsafe { &*uc },
+        Role::KernelProduces,
+        cqe,
+        ring::CQE_SIZE,
+        MAX_RING_BYTES,
+    )?;
     let n = new.geometry().index_mask;
     let mi = new.mmap_info();
     let mut buf = [0u8; ring::CQE_SIZE as usize];
@@ -210,7 +248,9 @@ pub fn req_notify_cq(cq: &Cq<Rrxe>, flags: NotifyFlags) -> Result<bool> {
     }
     let waiting = match &g.ring {
         Ring::User { ring, .. } => ring.pending() != 0,
-        Ring::Kernel { geo, prod, cons, .. } => geo.count(*prod, *cons) != 0,
+        Ring::Kernel {
+            geo, prod, cons, ..
+        } => geo.count(*prod, *cons) != 0,
     };
     Ok(flags.report_missed && waiting)
 }
@@ -218,9 +258,17 @@ pub fn req_notify_cq(cq: &Cq<Rrxe>, flags: NotifyFlags) -> Result<bool> {
 /// `poll_cq` (kernel CQs).
 pub fn poll_cq(cq: &Cq<Rrxe>, out: &mut WcOut<'_>) {
     let mut g = cq.data().shared.inner.lock();
-    if let Ring::Kernel { slots, geo, prod, cons } = &mut g.ring {
+    if let Ring::Kernel {
+        slots,
+        geo,
+        prod,
+        cons,
+    } = &mut g.ring
+    {
         while *cons != *prod && out.room() > 0 {
-            let Some(wc) = slots.get(*cons as usize) else { break };
+            let Some(wc) = slots.get(*cons as usize) else {
+                break;
+            };
             out.push(wc);
             *cons = geo.next(*cons);
         }
@@ -231,7 +279,9 @@ pub fn poll_cq(cq: &Cq<Rrxe>, out: &mut WcOut<'_>) {
 pub fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
     let g = cq.data().shared.inner.lock();
     match &g.ring {
-        Ring::Kernel { geo, prod, cons, .. } => geo.count(*prod, *cons).min(n),
+        Ring::Kernel {
+            geo, prod, cons, ..
+        } => geo.count(*prod, *cons).min(n),
         Ring::User { .. } => 0,
     }
 }
@@ -247,7 +297,12 @@ pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
     };
     let ok = match &mut g.ring {
         Ring::User { ring, .. } => ring.push(&wc.to_uverbs()),
-        Ring::Kernel { slots, geo, prod, cons } => {
+        Ring::Kernel {
+            slots,
+            geo,
+            prod,
+            cons,
+        } => {
             if geo.is_full(*prod, *cons) {
                 false
             } else {

@@ -4,19 +4,22 @@
 //! and reactions to netdev events.
 
 use crate::ib::{
-    cq::{CqAttr, CqRef, NotifyFlags, WcOut},
-    dm::{Dm, DmMrRequest, DmRequest},
-    mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
     ah::AhInit,
-    object::{Ah, Cq, Pd, Qp, Srq, Ucontext},
-    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
-    stats::{self, Counter},
-    qp::QpInit,
-    attr::{DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP, WIDTH_1X},
+    attr::{
+        DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP,
+        WIDTH_1X,
+    },
+    cq::{CqAttr, CqRef, NotifyFlags, WcOut},
     device::{Device, Driver, NewDevice},
+    dm::{Dm, DmMrRequest, DmRequest},
     link::LinkHandler,
+    mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
     net::NetTicket,
     netdev::{Event, Handler, NetDev},
+    object::{Ah, Cq, Pd, Qp, Srq, Ucontext},
+    qp::QpInit,
+    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
+    stats::{self, Counter},
     udata::Udata,
     wr::{RecvWr, SendWr},
 };
@@ -25,18 +28,18 @@ use crate::logic::{
     guid, limits as l, mtu,
     qp::{Av, QpAttrs, QpCap, QpState},
 };
+use crate::pr_err_ratelimited;
 use crate::rrxe::{
     ah::{self, AhShared, RrxeAh},
-    mcast::{self, McastTable},
     cq::{self, RrxeCq},
-    qp::{self, QpShared, RrxeQp},
-    srq::{self, RrxeSrq, SrqShared},
     dm::{self, RrxeDm},
+    mcast::{self, McastTable},
     mr::{self, MwHandle, RrxeMr, RrxeMw},
     pool::Pool,
+    qp::{self, QpShared, RrxeQp},
+    srq::{self, RrxeSrq, SrqShared},
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use crate::pr_err_ratelimited;
 use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
@@ -168,7 +171,8 @@ impl RrxeDev {
     }
 
     fn set_mtu(&self, netdev_mtu: u32) {
-        self.active_mtu.store(mtu::active_mtu(netdev_mtu) as u32, Ordering::Relaxed);
+        self.active_mtu
+            .store(mtu::active_mtu(netdev_mtu) as u32, Ordering::Relaxed);
     }
 }
 
@@ -203,7 +207,11 @@ impl Driver for Rrxe {
         let active = ndev.port_active();
         let (speed, width) = dev.eth_speed(port).unwrap_or((1, WIDTH_1X));
         Ok(PortAttrs {
-            state: if active { PortState::Active } else { PortState::Down },
+            state: if active {
+                PortState::Active
+            } else {
+                PortState::Down
+            },
             phys_state: if active {
                 PhysState::LinkUp
             } else if ndev.is_up() {
@@ -358,7 +366,11 @@ impl Driver for Rrxe {
         core::array::from_fn(|i| c[i].load(Ordering::Relaxed))
     }
 
-    fn create_qp(pd: &Pd<Self>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
+    fn create_qp(
+        pd: &Pd<Self>,
+        init: &QpInit,
+        udata: Option<&Udata>,
+    ) -> Result<(RrxeQp, u32, QpCap)> {
         qp::create_qp(pd, init, udata)
     }
 
@@ -506,7 +518,11 @@ impl Handler for Rrxe {
     fn event(event: Event, ndev: &NetDev) {
         Device::<Rrxe>::with_netdev(ndev, |dev| match event {
             Event::Unregister => {
-                pr_info!("{}: {} unregistered, removing device\n", dev.name(), ndev.name());
+                pr_info!(
+                    "{}: {} unregistered, removing device\n",
+                    dev.name(),
+                    ndev.name()
+                );
                 dev.unregister_queued();
             }
             Event::ChangeMtu => dev.data().set_mtu(ndev.mtu()),

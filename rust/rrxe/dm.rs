@@ -64,7 +64,11 @@ impl DmMem {
 impl Drop for DmMem {
     fn drop(&mut self) {
         // SAFETY: The device data outlives its DMs (see the `Send` impl).
-        unsafe { (*self.dev).dm_used().fetch_sub(self.charged, Ordering::Relaxed) };
+        unsafe {
+            (*self.dev)
+                .dm_used()
+                .fetch_sub(self.charged, Ordering::Relaxed)
+        };
     }
 }
 
@@ -80,12 +84,15 @@ pub struct RrxeDm {
 pub fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
     let dev = uc.device().data();
     let max = dev.max_dm_size();
-    let charged = rules::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(|e| match e {
-        rules::DmError::Off => EOPNOTSUPP,
-        rules::DmError::Invalid => EINVAL,
-    })?;
+    let charged =
+        rules::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(|e| match e {
+            rules::DmError::Off => EOPNOTSUPP,
+            rules::DmError::Invalid => EINVAL,
+        })?;
     dev.dm_used()
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| rules::reserve(used, charged, max))
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+            rules::reserve(used, charged, max)
+        })
         .map_err(|_| ENOMEM)?;
     // CAST: `charged <= max <= MAX_DM_SIZE`, which fits in `usize`.
     let entry = match UserMmapEntry::new(uc, charged as usize) {
@@ -98,8 +105,18 @@ pub fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
     let offset = entry.offset();
     // INVARIANT: `charged` was reserved above; the buffer holds `charged`
     // bytes, at least `length`.
-    let mem = DmMem { entry, len: req.length, charged, dev };
-    Ok((RrxeDm { mem: Arc::new(mem, GFP_KERNEL)? }, offset))
+    let mem = DmMem {
+        entry,
+        len: req.length,
+        charged,
+        dev,
+    };
+    Ok((
+        RrxeDm {
+            mem: Arc::new(mem, GFP_KERNEL)?,
+        },
+        offset,
+    ))
 }
 
 /// `reg_dm_mr`: a zero-based MR over `[offset, offset + length)` of `dm`.
@@ -117,6 +134,9 @@ pub fn reg_dm_mr(pd: &Pd<Rrxe>, dm: &Dm<Rrxe>, req: DmMrRequest) -> Result<(Arc<
         return Err(EINVAL);
     }
     let range = Range::new(0, req.length).ok_or(EINVAL)?;
-    let backing = MrMem::Dm { mem: mem.clone(), offset: req.offset };
+    let backing = MrMem::Dm {
+        mem: mem.clone(),
+        offset: req.offset,
+    };
     mr::insert_mr(pd, req.access, range, Arc::new(backing, GFP_KERNEL)?)
 }

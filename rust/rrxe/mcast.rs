@@ -42,7 +42,14 @@ pub fn attach(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
     let mut t = q.device().data().mcast().lock();
     let plan = {
         let groups = &t.groups;
-        mcast::plan_attach(groups.iter().map(|g| &g.gid), |i| &groups[i].qpns, gid, qpn, t.total, LIMITS)
+        mcast::plan_attach(
+            groups.iter().map(|g| &g.gid),
+            |i| &groups[i].qpns,
+            gid,
+            qpn,
+            t.total,
+            LIMITS,
+        )
     };
     match plan {
         Ok(Attach::Present) => return Ok(()),
@@ -65,7 +72,11 @@ pub fn detach(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
     let qpn = q.qp_num();
     let mut t = q.device().data().mcast().lock();
     let gi = t.groups.iter().position(|g| g.gid == *gid).ok_or(EINVAL)?;
-    let qi = t.groups[gi].qpns.iter().position(|&n| n == qpn).ok_or(EINVAL)?;
+    let qi = t.groups[gi]
+        .qpns
+        .iter()
+        .position(|&n| n == qpn)
+        .ok_or(EINVAL)?;
     t.groups[gi].qpns.remove(qi)?;
     if t.groups[gi].qpns.is_empty() {
         t.groups.remove(gi)?;

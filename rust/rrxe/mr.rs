@@ -177,19 +177,34 @@ fn random_key8() -> u8 {
 }
 
 /// `reg_user_mr`: pins the pages and enters the MR in the table.
-pub fn reg_user_mr(pd: &Pd<Rrxe>, req: UserMrRequest, _udata: Option<&Udata>) -> Result<(Arc<RrxeMr>, u32)> {
+pub fn reg_user_mr(
+    pd: &Pd<Rrxe>,
+    req: UserMrRequest,
+    _udata: Option<&Udata>,
+) -> Result<(Arc<RrxeMr>, u32)> {
     access::check_mr_access(req.access).map_err(access_err)?;
     if req.length == 0 {
         return Err(EINVAL);
     }
-    let iova = if req.access & access::ZERO_BASED != 0 { 0 } else { req.iova };
+    let iova = if req.access & access::ZERO_BASED != 0 {
+        0
+    } else {
+        req.iova
+    };
     let range = Range::new(iova, req.length).ok_or(EINVAL)?;
     let dev = pd.device();
     // ib_umem_get refuses ON_DEMAND: an ODP MR is pinned like any other.
     let umem = Umem::get(dev, req.start, req.length, req.access & !access::ON_DEMAND)?;
     let pages = umem.pages()?;
     let first_offset = umem.first_page_offset();
-    let mem = Arc::new(MrMem::User { _umem: umem, pages, first_offset }, GFP_KERNEL)?;
+    let mem = Arc::new(
+        MrMem::User {
+            _umem: umem,
+            pages,
+            first_offset,
+        },
+        GFP_KERNEL,
+    )?;
     insert_mr(pd, req.access, range, mem)
 }
 
@@ -200,7 +215,12 @@ pub fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
     insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
 }
 
-pub(crate) fn insert_mr(pd: &Pd<Rrxe>, access: u32, range: Range, mem: Arc<MrMem>) -> Result<(Arc<RrxeMr>, u32)> {
+pub(crate) fn insert_mr(
+    pd: &Pd<Rrxe>,
+    access: u32,
+    range: Range,
+    mem: Arc<MrMem>,
+) -> Result<(Arc<RrxeMr>, u32)> {
     let dev = pd.device().data();
     let pd_id = pd as *const _ as usize;
     let mut mem = Some(mem);
@@ -227,7 +247,10 @@ pub(crate) fn insert_mr(pd: &Pd<Rrxe>, access: u32, range: Range, mem: Arc<MrMem
 /// for up to `max_num_sg` pages, at most `max_fast_reg_page_list_len`.
 /// It answers to no key until a registration work request makes it valid.
 pub fn alloc_mr(pd: &Pd<Rrxe>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<RrxeMr>, u32)> {
-    if ty != FastRegType::MemReg || max_num_sg == 0 || max_num_sg > limits::MAX_FAST_REG_PAGE_LIST_LEN {
+    if ty != FastRegType::MemReg
+        || max_num_sg == 0
+        || max_num_sg > limits::MAX_FAST_REG_PAGE_LIST_LEN
+    {
         return Err(EINVAL);
     }
     let mut pages = KVec::with_capacity(max_num_sg as usize, GFP_KERNEL)?;
@@ -327,16 +350,38 @@ pub fn rereg_user_mr(
         if req.length == 0 {
             return Err(EINVAL);
         }
-        let iova = if access & access::ZERO_BASED != 0 { 0 } else { req.iova };
+        let iova = if access & access::ZERO_BASED != 0 {
+            0
+        } else {
+            req.iova
+        };
         let range = Range::new(iova, req.length).ok_or(EINVAL)?;
-        let umem = Umem::get(new_pd.device(), req.start, req.length, access & !access::ON_DEMAND)?;
+        let umem = Umem::get(
+            new_pd.device(),
+            req.start,
+            req.length,
+            access & !access::ON_DEMAND,
+        )?;
         let pages = umem.pages()?;
         let first_offset = umem.first_page_offset();
-        (range, Arc::new(MrMem::User { _umem: umem, pages, first_offset }, GFP_KERNEL)?)
+        (
+            range,
+            Arc::new(
+                MrMem::User {
+                    _umem: umem,
+                    pages,
+                    first_offset,
+                },
+                GFP_KERNEL,
+            )?,
+        )
     } else {
-        if (access ^ old.access) & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
+        if (access ^ old.access)
+            & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+            != 0
             && access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
-            && old.access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC) == 0
+            && old.access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                == 0
         {
             // The pages were pinned read-only; writable access needs a new
             // translation.
@@ -356,7 +401,11 @@ pub fn rereg_user_mr(
         },
         GFP_KERNEL,
     )?;
-    new_pd.device().data().mr_pool().replace(old.index, old, new.clone())?;
+    new_pd
+        .device()
+        .data()
+        .mr_pool()
+        .replace(old.index, old, new.clone())?;
     let key = new.key;
     Ok((new, key))
 }
@@ -429,9 +478,18 @@ impl RrxeMr {
         }
         let off = self.range.offset_of(iova, src.len() as u64).ok_or(EFAULT)?;
         match &*self.mem {
-            MrMem::User { pages, first_offset, .. } => {
-                for c in Chunks::new(*first_offset as u64, off, src.len(), crate::ib::umem::PAGE_SHIFT)
-                    .ok_or(EFAULT)?
+            MrMem::User {
+                pages,
+                first_offset,
+                ..
+            } => {
+                for c in Chunks::new(
+                    *first_offset as u64,
+                    off,
+                    src.len(),
+                    crate::ib::umem::PAGE_SHIFT,
+                )
+                .ok_or(EFAULT)?
                 {
                     let page = pages.get(c.page).ok_or(EFAULT)?;
                     // SAFETY: `page` belongs to this MR's pinned pages, alive
@@ -465,8 +523,14 @@ impl RrxeMr {
         let len = dst.len();
         let off = self.range.offset_of(iova, len as u64).ok_or(EFAULT)?;
         match &*self.mem {
-            MrMem::User { pages, first_offset, .. } => {
-                for c in Chunks::new(*first_offset as u64, off, len, crate::ib::umem::PAGE_SHIFT).ok_or(EFAULT)? {
+            MrMem::User {
+                pages,
+                first_offset,
+                ..
+            } => {
+                for c in Chunks::new(*first_offset as u64, off, len, crate::ib::umem::PAGE_SHIFT)
+                    .ok_or(EFAULT)?
+                {
                     let page = pages.get(c.page).ok_or(EFAULT)?;
                     // SAFETY: As in `write`.
                     unsafe { page.read(c.offset, &mut dst[c.pos..c.pos + c.len])? };
@@ -557,12 +621,21 @@ pub fn lookup_key(
     let (mr, mr_iova) = {
         let b = w.bind.lock();
         let bound = b.binding.as_ref();
-        let mr_iova = mw::check_use(w.ty, b.state, bound.map(|x| &x.1), w.pd == pd, qpn, need, iova, len)
-            .map_err(|e| match e {
-                UseError::BadKey => EINVAL,
-                UseError::Access => EACCES,
-                UseError::Bounds => EFAULT,
-            })?;
+        let mr_iova = mw::check_use(
+            w.ty,
+            b.state,
+            bound.map(|x| &x.1),
+            w.pd == pd,
+            qpn,
+            need,
+            iova,
+            len,
+        )
+        .map_err(|e| match e {
+            UseError::BadKey => EINVAL,
+            UseError::Access => EACCES,
+            UseError::Bounds => EFAULT,
+        })?;
         (bound.ok_or(EINVAL)?.0.clone(), mr_iova)
     };
     // A bind checked the window against the MR; check again, cheaply.
@@ -637,7 +710,10 @@ pub fn bind_mw(
     if keys::key_kind(mw_rkey) != Some(keys::KeyKind::Mw) {
         return Err(LocalOpError::BadKey);
     }
-    let w = dev.mw_pool().get(keys::key_index(mw_rkey)).ok_or(LocalOpError::BadKey)?;
+    let w = dev
+        .mw_pool()
+        .get(keys::key_index(mw_rkey))
+        .ok_or(LocalOpError::BadKey)?;
     if w.pd != pd || w.rkey.load(Ordering::Acquire) != mw_rkey {
         return Err(LocalOpError::BadKey);
     }
@@ -663,7 +739,14 @@ pub fn bind_mw(
         let new = mr.map(|m| {
             m.bound_mws.fetch_add(1, Ordering::AcqRel);
             let qp = (w.ty == MwType::Type2).then_some(qpn);
-            (m, Binding { range, access: mw_access, qpn: qp })
+            (
+                m,
+                Binding {
+                    range,
+                    access: mw_access,
+                    qpn: qp,
+                },
+            )
         });
         if w.ty == MwType::Type2 {
             b.state = MwState::Valid;
@@ -689,11 +772,18 @@ pub fn reg_fast(
     key: u32,
     access: u32,
 ) -> core::result::Result<(), LocalOpError> {
-    if keys::key_kind(mr_key) != Some(keys::KeyKind::Mr) || keys::key_index(key) != keys::key_index(mr_key) {
+    if keys::key_kind(mr_key) != Some(keys::KeyKind::Mr)
+        || keys::key_index(key) != keys::key_index(mr_key)
+    {
         return Err(LocalOpError::BadKey);
     }
-    let mr = dev.mr_pool().get(keys::key_index(mr_key)).ok_or(LocalOpError::BadKey)?;
-    let MrMem::Fast(f) = &*mr.mem else { return Err(LocalOpError::BadKey) };
+    let mr = dev
+        .mr_pool()
+        .get(keys::key_index(mr_key))
+        .ok_or(LocalOpError::BadKey)?;
+    let MrMem::Fast(f) = &*mr.mem else {
+        return Err(LocalOpError::BadKey);
+    };
     if mr.pd != pd {
         return Err(LocalOpError::BadKey);
     }
@@ -712,10 +802,19 @@ pub fn reg_fast(
 /// arriving): a bound type 2 window of that PD returns to free, a
 /// registered fast-registration MR to free, and neither answers any more.
 /// Type 1 windows and other regions cannot be invalidated.
-pub fn invalidate(dev: &crate::rrxe::device::RrxeDev, rkey: u32, pd: usize) -> core::result::Result<(), LocalOpError> {
+pub fn invalidate(
+    dev: &crate::rrxe::device::RrxeDev,
+    rkey: u32,
+    pd: usize,
+) -> core::result::Result<(), LocalOpError> {
     if keys::key_kind(rkey) == Some(keys::KeyKind::Mr) {
-        let mr = dev.mr_pool().get(keys::key_index(rkey)).ok_or(LocalOpError::BadKey)?;
-        let MrMem::Fast(f) = &*mr.mem else { return Err(LocalOpError::BadKey) };
+        let mr = dev
+            .mr_pool()
+            .get(keys::key_index(rkey))
+            .ok_or(LocalOpError::BadKey)?;
+        let MrMem::Fast(f) = &*mr.mem else {
+            return Err(LocalOpError::BadKey);
+        };
         if mr.pd != pd || mr.bound_mws.load(Ordering::Acquire) != 0 {
             return Err(LocalOpError::BadKey);
         }
@@ -729,7 +828,10 @@ pub fn invalidate(dev: &crate::rrxe::device::RrxeDev, rkey: u32, pd: usize) -> c
     if keys::key_kind(rkey) != Some(keys::KeyKind::Mw) {
         return Err(LocalOpError::BadKey);
     }
-    let w = dev.mw_pool().get(keys::key_index(rkey)).ok_or(LocalOpError::BadKey)?;
+    let w = dev
+        .mw_pool()
+        .get(keys::key_index(rkey))
+        .ok_or(LocalOpError::BadKey)?;
     if w.pd != pd || w.rkey.load(Ordering::Acquire) != rkey || w.ty != MwType::Type2 {
         return Err(LocalOpError::BadKey);
     }

@@ -12,7 +12,7 @@ use crate::logic::{
     pkt::{self, IpInfo, IpOut},
     qp::QpAttrs,
 };
-use crate::rrxe::{device::Rrxe, rc, ud, uc};
+use crate::rrxe::{device::Rrxe, rc, uc, ud};
 use kernel::prelude::*;
 
 /// The IP and UDP fields of a connected QP's packets (its address vector;
@@ -43,7 +43,11 @@ pub fn xmit(
     let udp_payload = hdrs.len() + payload_len + pad + hdr::ICRC_SIZE;
     let h = out.hdr_len();
     let total = h + udp_payload;
-    let (s, d) = if out.v4() { (&out.sgid[12..], &out.dgid[12..]) } else { (&out.sgid[..], &out.dgid[..]) };
+    let (s, d) = if out.v4() {
+        (&out.sgid[12..], &out.dgid[12..])
+    } else {
+        (&out.sgid[..], &out.dgid[..])
+    };
     let mut tx = TxPacket::new(&ndev, s, d, out.traffic_class, total)?;
     {
         let p = tx.data();
@@ -104,7 +108,9 @@ pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
         Ok(c) if c.to_le_bytes() == trailer => {}
         _ => return,
     }
-    let Some((bth, layout, range)) = hdr::split(udp) else { return };
+    let Some((bth, layout, range)) = hdr::split(udp) else {
+        return;
+    };
     // TVer 0, the default P_Key (either membership), QPN 0 unused.
     if bth.tver != 0 || bth.pkey & 0x7fff != 0x7fff || bth.dqpn == 0 {
         return;
@@ -112,9 +118,16 @@ pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
     if !mcast::is_mcast_gid(&ip.dgid) && !dev.has_gid(1, &ip.dgid) {
         return;
     }
-    let rx = RxPkt { ip, bth, layout, udp, payload: &udp[range] };
+    let rx = RxPkt {
+        ip,
+        bth,
+        layout,
+        udp,
+        payload: &udp[range],
+    };
     dev.data().count(Counter::RcvdPkts, 1);
-    dev.data().count(Counter::RcvdBytes, rx.payload.len() as u64);
+    dev.data()
+        .count(Counter::RcvdBytes, rx.payload.len() as u64);
     match hdr::service(bth.opcode) {
         Some(Service::Ud) => ud::rx(dev, &rx),
         Some(Service::Uc) => uc::rx(dev, &rx),

@@ -62,8 +62,14 @@ pub fn device_attrs(guid: [u8; 8]) -> DeviceAttrs {
         // the memory is not paged on demand. No implicit ODP.
         odp_caps: OdpCaps {
             general: odp::SUPPORT,
-            rc: odp::SEND | odp::RECV | odp::WRITE | odp::READ | odp::ATOMIC | odp::SRQ_RECV
-                | odp::FLUSH | odp::ATOMIC_WRITE,
+            rc: odp::SEND
+                | odp::RECV
+                | odp::WRITE
+                | odp::READ
+                | odp::ATOMIC
+                | odp::SRQ_RECV
+                | odp::FLUSH
+                | odp::ATOMIC_WRITE,
             uc: 0,
             ud: odp::SEND | odp::RECV | odp::SRQ_RECV,
         },

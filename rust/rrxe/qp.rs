@@ -10,10 +10,15 @@
 //! workqueue processes the send queue as the user doorbell does.
 
 use crate::ib::{
+    device::Device,
+    wr::{RecvWr, SendWr},
+};
+use crate::ib::{
     object::{Pd, Qp},
     qp::{self as ibqp, QpInit, QpType},
     udata::Udata,
 };
+use crate::logic::uc::RxSeq;
 use crate::logic::{
     cqe::{status, Wc},
     limits as l,
@@ -21,18 +26,13 @@ use crate::logic::{
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
     wqe,
 };
+use crate::rrxe::rc::RcState;
 use crate::rrxe::{
     cq::{self, CqShared},
     device::{Rrxe, RrxeDev},
     queue::{MmapInfo, Role, UserRing},
     srq::SrqShared,
 };
-use crate::ib::{
-    device::Device,
-    wr::{RecvWr, SendWr},
-};
-use crate::logic::uc::RxSeq;
-use crate::rrxe::rc::RcState;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_mutex, new_spinlock, new_work,
@@ -147,7 +147,10 @@ kernel::impl_has_hr_timer! {
 impl HrTimerCallback for QpShared {
     type Pointer<'a> = Arc<QpShared>;
 
-    fn run(this: ArcBorrow<'_, QpShared>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+    fn run(
+        this: ArcBorrow<'_, QpShared>,
+        _ctx: HrTimerCallbackContext<'_, Self>,
+    ) -> HrTimerRestart {
         if !this.is_dead() {
             Arc::from(this).kick();
         }
@@ -260,7 +263,11 @@ impl Drop for RrxeQp {
         // Unlinked first, so that no lookup (the receive work, a local
         // sender) finds it again; the table's reference is dropped here,
         // outside the table's lock.
-        let unlinked = if s.qpn == GSI_QPN { d.gsi().lock().take() } else { d.qp_pool().remove(s.qpn) };
+        let unlinked = if s.qpn == GSI_QPN {
+            d.gsi().lock().take()
+        } else {
+            d.qp_pool().remove(s.qpn)
+        };
         drop(unlinked);
         s.dead.store(true, Ordering::Release);
         // Transport work already under way on this QP holds one of these
@@ -298,7 +305,11 @@ fn attr_err(e: AttrError) -> Error {
 
 /// `create_qp`: checks the request as rxe does and makes the rings; the
 /// response carries their mmap info.
-pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<(RrxeQp, u32, QpCap)> {
+pub fn create_qp(
+    pd: &Pd<Rrxe>,
+    init: &QpInit,
+    udata: Option<&Udata>,
+) -> Result<(RrxeQp, u32, QpCap)> {
     let kernel = udata.is_none();
     match init.ty {
         QpType::Rc | QpType::Uc | QpType::Ud => {}
@@ -321,11 +332,23 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
                 return Err(EINVAL);
             }
             let uc = udata.ucontext::<Rrxe>();
-            let sq = UserRing::new(uc, Role::KernelConsumes, init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
+            let sq = UserRing::new(
+                uc,
+                Role::KernelConsumes,
+                init.cap.max_send_wr,
+                sq_elem,
+                MAX_QP_RING_BYTES,
+            )?;
             let rq = if init.has_srq {
                 None
             } else {
-                Some(UserRing::new(uc, Role::KernelConsumes, init.cap.max_recv_wr, recv_elem, MAX_QP_RING_BYTES)?)
+                Some(UserRing::new(
+                    uc,
+                    Role::KernelConsumes,
+                    init.cap.max_recv_wr,
+                    recv_elem,
+                    MAX_QP_RING_BYTES,
+                )?)
             };
             (sq, rq)
         }
@@ -334,7 +357,11 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
             let rq = if init.has_srq {
                 None
             } else {
-                Some(UserRing::new_kernel(init.cap.max_recv_wr, recv_elem, MAX_QP_RING_BYTES)?)
+                Some(UserRing::new_kernel(
+                    init.cap.max_recv_wr,
+                    recv_elem,
+                    MAX_QP_RING_BYTES,
+                )?)
             };
             (sq, rq)
         }
@@ -344,16 +371,26 @@ pub fn create_qp(pd: &Pd<Rrxe>, init: &QpInit, udata: Option<&Udata>) -> Result<
         max_send_sge: send_sge,
         max_inline_data: inline,
         max_recv_wr: rq.as_ref().map_or(0, |r| r.geometry().index_mask),
-        max_recv_sge: if init.has_srq { 0 } else { init.cap.max_recv_sge },
+        max_recv_sge: if init.has_srq {
+            0
+        } else {
+            init.cap.max_recv_sge
+        },
     };
     if let Some(udata) = udata {
-        let resp = CreateQpResp { rq_mi: rq.as_ref().map(|r| r.mmap_info()).unwrap_or_default(), sq_mi: sq.mmap_info() };
+        let resp = CreateQpResp {
+            rq_mi: rq.as_ref().map(|r| r.mmap_info()).unwrap_or_default(),
+            sq_mi: sq.mmap_info(),
+        };
         udata.write_out(&resp)?;
     }
 
     let device = pd.device();
     let dev = device.data();
-    let attrs = QpAttrs { port_num: 1, ..Default::default() };
+    let attrs = QpAttrs {
+        port_num: 1,
+        ..Default::default()
+    };
     let rc_state = if init.ty == QpType::Rc {
         RcState::new(sq.geometry().slots(), sq.geometry().elem_size())?
     } else {
@@ -423,11 +460,20 @@ pub fn post_send_kernel(q: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
         return Err(EINVAL);
     }
     let detail = if let Some(u) = wr.ud() {
-        wqe::WrDetail::Ud { remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey, pkey_index: u.pkey_index, ah_num: 0 }
+        wqe::WrDetail::Ud {
+            remote_qpn: u.remote_qpn,
+            remote_qkey: u.remote_qkey,
+            pkey_index: u.pkey_index,
+            ah_num: 0,
+        }
     } else if let Some((remote_addr, rkey)) = wr.rdma() {
         wqe::WrDetail::Rdma { remote_addr, rkey }
     } else if let Some((mr_key, key, access)) = wr.reg() {
-        wqe::WrDetail::Reg { mr_key, key, access }
+        wqe::WrDetail::Reg {
+            mr_key,
+            key,
+            access,
+        }
     } else {
         wqe::WrDetail::None
     };
@@ -507,13 +553,19 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
     let s = &q.data().shared;
     let mut g = s.inner.lock();
     if mask & qp::mask::STATE != 0 {
-        let from = if mask & qp::mask::CUR_STATE != 0 { cur.ok_or(EINVAL)? } else { g.attrs.state };
+        let from = if mask & qp::mask::CUR_STATE != 0 {
+            cur.ok_or(EINVAL)?
+        } else {
+            g.attrs.state
+        };
         if !ibqp::transition_ok(from, new.state, s.ty, mask) {
             return Err(EINVAL);
         }
     }
     qp::check_modify(new, mask, IbMtu::Mtu4096 as u32).map_err(attr_err)?;
-    if mask & qp::mask::AV != 0 && (new.av.port_num != 1 || i32::from(new.av.sgid_index) >= l::PORT_GID_TBL_LEN) {
+    if mask & qp::mask::AV != 0
+        && (new.av.port_num != 1 || i32::from(new.av.sgid_index) >= l::PORT_GID_TBL_LEN)
+    {
         return Err(EINVAL);
     }
     let was = g.attrs.state;
@@ -545,7 +597,10 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
     // The responder's state has its own lock, taken before `inner`.
     let mut rx = s.uc_rx.lock();
     if mask & qp::mask::RQ_PSN != 0 {
-        rx.seq = RxSeq { epsn: new.rq_psn & 0x00ff_ffff, msg: None };
+        rx.seq = RxSeq {
+            epsn: new.rq_psn & 0x00ff_ffff,
+            msg: None,
+        };
         rx.offset = 0;
         rx.write = None;
     }
@@ -574,7 +629,12 @@ pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -
 /// 8 bytes of each slot, is copied out).
 pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
     let mut slot = [0u8; 8];
-    let mut wc = Wc { status: status::WR_FLUSH_ERR, qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
+    let mut wc = Wc {
+        status: status::WR_FLUSH_ERR,
+        qp_num: s.qpn,
+        qp_cookie: s.handle,
+        ..Default::default()
+    };
     while g.sq.pop(&mut slot) {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         if s.send_wc(&wc).is_err() {

@@ -91,12 +91,23 @@ pub struct UserRing {
 impl UserRing {
     /// A zeroed ring for `entries` entries of `elem` bytes, mappable by
     /// `uc`, of at most `max_bytes` (else `ENOMEM`).
-    pub fn new(uc: &Ucontext<Rrxe>, role: Role, entries: u32, elem: u32, max_bytes: usize) -> Result<Self> {
+    pub fn new(
+        uc: &Ucontext<Rrxe>,
+        role: Role,
+        entries: u32,
+        elem: u32,
+        max_bytes: usize,
+    ) -> Result<Self> {
         let geo = Geometry::new(entries, elem, max_bytes).ok_or(ENOMEM)?;
         let entry = Mem::User(UserMmapEntry::new(uc, geo.buf_len().ok_or(ENOMEM)?)?);
         // INVARIANT: The entry has at least `buf_len` bytes (page-rounded
         // `vmalloc_user` memory); both indices are 0.
-        let r = Self { entry, geo, role, own: 0 };
+        let r = Self {
+            entry,
+            geo,
+            role,
+            own: 0,
+        };
         r.init_header();
         Ok(r)
     }
@@ -120,7 +131,12 @@ impl UserRing {
         let ptr = buf.as_mut_ptr();
         // INVARIANT: `len` bytes, word aligned (kmalloc or vmalloc); both
         // indices 0.
-        let r = Self { entry: Mem::Kernel { _buf: buf, ptr }, geo, role: Role::KernelConsumes, own: 0 };
+        let r = Self {
+            entry: Mem::Kernel { _buf: buf, ptr },
+            geo,
+            role: Role::KernelConsumes,
+            own: 0,
+        };
         r.init_header();
         Ok(r)
     }
@@ -162,7 +178,9 @@ impl UserRing {
     /// thread still holds never touches a user context that is gone.
     /// Drop the result outside spinlocks.
     pub fn release(&mut self) -> ReleasedRing {
-        ReleasedRing { _mem: core::mem::replace(&mut self.entry, Mem::Released) }
+        ReleasedRing {
+            _mem: core::mem::replace(&mut self.entry, Mem::Released),
+        }
     }
 
     /// The index userspace published (consumer or producer), masked;
@@ -192,7 +210,9 @@ impl UserRing {
 
     /// Entries produced and not yet consumed (none once released).
     pub fn pending(&self) -> u32 {
-        let Some(theirs) = self.theirs() else { return 0 };
+        let Some(theirs) = self.theirs() else {
+            return 0;
+        };
         match self.role {
             Role::KernelProduces => self.geo.count(self.own, theirs),
             Role::KernelConsumes => self.geo.count(theirs, self.own),
@@ -202,32 +222,46 @@ impl UserRing {
     /// Where userspace maps it.
     pub fn mmap_info(&self) -> MmapInfo {
         match &self.entry {
-            Mem::User(e) => MmapInfo { offset: e.offset(), size: e.len() as u32, pad: 0 },
+            Mem::User(e) => MmapInfo {
+                offset: e.offset(),
+                size: e.len() as u32,
+                pad: 0,
+            },
             Mem::Kernel { .. } | Mem::Released => MmapInfo::default(),
         }
     }
 
     /// Copies `bytes` into the slot of index `i` (nothing once released).
     fn write_slot(&self, i: u32, bytes: &[u8]) {
-        let Some(base) = self.entry.as_ptr() else { return };
+        let Some(base) = self.entry.as_ptr() else {
+            return;
+        };
         let n = bytes.len().min(self.geo.elem_size());
         // SAFETY: The slot offset is within `buf_len` (masked index), `n`
         // does not pass the slot, and the buffer is alive with `self`. The
         // process may touch the memory concurrently; only bytes are copied.
-        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(self.geo.slot_offset(i)), n) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(self.geo.slot_offset(i)), n)
+        };
     }
 
     /// Copies the slot of index `i` into `out` (nothing once released).
     fn read_slot(&self, i: u32, out: &mut [u8]) {
-        let Some(base) = self.entry.as_ptr() else { return };
+        let Some(base) = self.entry.as_ptr() else {
+            return;
+        };
         let n = out.len().min(self.geo.elem_size());
         // SAFETY: As in `write_slot`, in the other direction.
-        unsafe { core::ptr::copy_nonoverlapping(base.add(self.geo.slot_offset(i)), out.as_mut_ptr(), n) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(base.add(self.geo.slot_offset(i)), out.as_mut_ptr(), n)
+        };
     }
 
     /// Appends an entry (kernel-produced rings); `false` if full.
     pub fn push(&mut self, bytes: &[u8]) -> bool {
-        let Some(theirs) = self.theirs() else { return false };
+        let Some(theirs) = self.theirs() else {
+            return false;
+        };
         if self.role != Role::KernelProduces || self.geo.is_full(self.own, theirs) {
             return false;
         }
@@ -281,7 +315,13 @@ impl UserRing {
     /// An empty ring like this one (role and slot size) for `entries`
     /// entries. Allocates: call without locks held.
     pub fn sibling(&self, uc: &Ucontext<Rrxe>, entries: u32, max_bytes: usize) -> Result<Self> {
-        Self::new(uc, self.role, entries, self.geo.elem_size() as u32, max_bytes)
+        Self::new(
+            uc,
+            self.role,
+            entries,
+            self.geo.elem_size() as u32,
+            max_bytes,
+        )
     }
 
     /// Moves this ring's pending entries, in order, into the empty ring

@@ -53,7 +53,10 @@ use crate::rrxe::{
 use kernel::{
     prelude::*,
     sync::Arc,
-    time::{hrtimer::{ArcHrTimerHandle, HrTimerPointer}, Delta, Instant, Monotonic},
+    time::{
+        hrtimer::{ArcHrTimerHandle, HrTimerPointer},
+        Delta, Instant, Monotonic,
+    },
 };
 
 /// Where a WQE is in its life.
@@ -99,13 +102,20 @@ impl Flight {
     fn rd_atomic(&self) -> bool {
         matches!(
             self.w.opcode,
-            Opcode::RdmaRead | Opcode::CmpSwap | Opcode::FetchAdd | Opcode::AtomicWrite | Opcode::Flush
+            Opcode::RdmaRead
+                | Opcode::CmpSwap
+                | Opcode::FetchAdd
+                | Opcode::AtomicWrite
+                | Opcode::Flush
         )
     }
 
     /// Runs in place, sending nothing.
     fn local(&self) -> bool {
-        matches!(self.w.opcode, Opcode::LocalInv | Opcode::BindMw | Opcode::RegMr)
+        matches!(
+            self.w.opcode,
+            Opcode::LocalInv | Opcode::BindMw | Opcode::RegMr
+        )
     }
 
     fn finish(&mut self, st: u32) {
@@ -117,10 +127,21 @@ impl Flight {
 /// A responder resource: what a read or atomic did, to replay it.
 #[derive(Clone, Copy)]
 enum Res {
-    Read { first_psn: u32, last_psn: u32, va: u64, rkey: u32, len: u32 },
-    Atomic { psn: u32, orig: u64 },
+    Read {
+        first_psn: u32,
+        last_psn: u32,
+        va: u64,
+        rkey: u32,
+        len: u32,
+    },
+    Atomic {
+        psn: u32,
+        orig: u64,
+    },
     /// ATOMIC WRITE and FLUSH: answered by an empty read response.
-    Empty { psn: u32 },
+    Empty {
+        psn: u32,
+    },
 }
 
 /// A QP's RC state, under its `rc` lock (taken before `inner`).
@@ -289,10 +310,16 @@ impl RcState {
         if k != self.next || self.off != 0 {
             return;
         }
-        let Some(f) = self.flights[self.slot_of(cons, k)].as_ref() else { return };
+        let Some(f) = self.flights[self.slot_of(cons, k)].as_ref() else {
+            return;
+        };
         let resumable = matches!(
             f.w.opcode,
-            Opcode::Send | Opcode::SendImm | Opcode::SendInv | Opcode::RdmaWrite | Opcode::RdmaWriteImm
+            Opcode::Send
+                | Opcode::SendImm
+                | Opcode::SendInv
+                | Opcode::RdmaWrite
+                | Opcode::RdmaWriteImm
         ) && f.state == FState::Pending;
         let d = rc::psn_diff(psn, f.first_psn);
         if resumable && d > 0 && (d as u32) < f.npkts {
@@ -306,12 +333,20 @@ impl RcState {
     /// to the WQE and returns true, or, with none left, finishes it with
     /// the matching error and returns false.
     fn retry(&mut self, cons: u32, k: u32, rnr: bool, limit: u8) -> bool {
-        let left = if rnr { &mut self.rnr_left } else { &mut self.retry_left };
+        let left = if rnr {
+            &mut self.rnr_left
+        } else {
+            &mut self.retry_left
+        };
         if limit != 7 {
             if *left == 0 {
                 let i = self.slot_of(cons, k);
                 if let Some(f) = self.flights[i].as_mut() {
-                    f.finish(if rnr { status::RNR_RETRY_EXC_ERR } else { status::RETRY_EXC_ERR });
+                    f.finish(if rnr {
+                        status::RNR_RETRY_EXC_ERR
+                    } else {
+                        status::RETRY_EXC_ERR
+                    });
                 }
                 return false;
             }
@@ -324,9 +359,15 @@ impl RcState {
     /// The first unfinished WQE with packets out (sent, or being sent), by
     /// index from the consumer.
     fn oldest_outstanding(&self, cons: u32) -> Option<u32> {
-        let end = if self.off > 0 { self.next + 1 } else { self.next };
+        let end = if self.off > 0 {
+            self.next + 1
+        } else {
+            self.next
+        };
         (0..end.min(self.taken)).find(|&k| {
-            self.flights[self.slot_of(cons, k)].as_ref().is_some_and(|f| f.state != FState::Done)
+            self.flights[self.slot_of(cons, k)]
+                .as_ref()
+                .is_some_and(|f| f.state != FState::Done)
         })
     }
 
@@ -447,7 +488,13 @@ fn arm(s: &Arc<QpShared>, rc: &mut RcState) {
         return;
     }
     let want = match (rc.deadline, rc.rnr_until) {
-        (Some(a), Some(b)) => if not_after(a, b) { a } else { b },
+        (Some(a), Some(b)) => {
+            if not_after(a, b) {
+                a
+            } else {
+                b
+            }
+        }
         (Some(a), None) | (None, Some(a)) => a,
         (None, None) => return,
     };
@@ -456,7 +503,11 @@ fn arm(s: &Arc<QpShared>, rc: &mut RcState) {
     }
     drop(rc.take_timer());
     let now = Instant::<Monotonic>::now();
-    let delta = if not_after(want, now) { Delta::from_micros(0) } else { want - now };
+    let delta = if not_after(want, now) {
+        Delta::from_micros(0)
+    } else {
+        want - now
+    };
     rc.timer = Some(s.clone().start(delta));
     rc.timer_at = Some(want);
 }
@@ -469,7 +520,8 @@ fn not_after(a: Instant<Monotonic>, b: Instant<Monotonic>) -> bool {
 
 /// The retransmit timer for QP attributes `a`, after the backoff `b`.
 fn ack_timeout(a: &QpAttrs, b: &rc::Backoff) -> Option<Delta> {
-    b.timeout_us(a.timeout).map(|us| Delta::from_micros(us as i64))
+    b.timeout_us(a.timeout)
+        .map(|us| Delta::from_micros(us as i64))
 }
 
 /// One packet, from the wire or from a local peer.
@@ -537,11 +589,17 @@ struct Tx {
 enum Src {
     None,
     /// The WQE's data (in the runner's copy of its slot), from this offset.
-    Wqe { payload: Payload, off: u64 },
+    Wqe {
+        payload: Payload,
+        off: u64,
+    },
     /// Eight bytes carried in the WQE (ATOMIC WRITE).
     Bytes([u8; 8]),
     /// Memory of this QP's PD named by an rkey (read responses).
-    Key { rkey: u32, va: u64 },
+    Key {
+        rkey: u32,
+        va: u64,
+    },
 }
 
 impl Tx {
@@ -617,7 +675,15 @@ fn fill(d: &RrxeDev, s: &QpShared, slot: &[u8], src: Src, out: &mut [u8]) -> Res
             if out.is_empty() {
                 return Ok(());
             }
-            mr::copy_by_key(d, rkey, s.pd, s.qpn, access::REMOTE_READ, va, Copy::From(out))
+            mr::copy_by_key(
+                d,
+                rkey,
+                s.pd,
+                s.qpn,
+                access::REMOTE_READ,
+                va,
+                Copy::From(out),
+            )
         }
     }
 }
@@ -625,7 +691,14 @@ fn fill(d: &RrxeDev, s: &QpShared, slot: &[u8], src: Src, out: &mut [u8]) -> Res
 /// Sends a packet to the QP's peer: delivered in place when the peer's GID
 /// is this device's, otherwise on the wire. `Err` if its payload could not
 /// be gathered (nothing was sent).
-fn emit(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, tx: &Tx, slot: &[u8], buf: &mut KVVec<u8>) -> Result {
+fn emit(
+    dev: &Device<Rrxe>,
+    s: &QpShared,
+    a: &QpAttrs,
+    tx: &Tx,
+    slot: &[u8],
+    buf: &mut KVVec<u8>,
+) -> Result {
     let d = dev.data();
     if dev.has_gid(1, &a.av.dgid) {
         if buf.len() < tx.len {
@@ -652,7 +725,9 @@ fn emit(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, tx: &Tx, slot: &[u8], buf
     let mut h = [0u8; 64];
     let n = tx.headers(&mut h);
     let mut gather_err = false;
-    let r = net::xmit(dev, &out, &h[..n], tx.len, |b| fill(d, s, slot, tx.src, b).inspect_err(|_| gather_err = true));
+    let r = net::xmit(dev, &out, &h[..n], tx.len, |b| {
+        fill(d, s, slot, tx.src, b).inspect_err(|_| gather_err = true)
+    });
     match r {
         Err(e) if gather_err => Err(e),
         Err(_) => {
@@ -735,7 +810,13 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
 }
 
 /// Picks the next packet (or local operation) under the QP's locks.
-fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, slot: &mut [u8]) -> Step {
+fn prepare(
+    dev: &Device<Rrxe>,
+    s: &QpShared,
+    rc: &mut RcState,
+    g: &mut QpInner,
+    slot: &mut [u8],
+) -> Step {
     let a = g.attrs;
     if a.state != QpState::Rts || rc.rnr_until.is_some() {
         return Step::Idle;
@@ -749,7 +830,11 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
             return Step::Idle;
         }
         rc.shadow[i * rc.elem..(i + 1) * rc.elem].copy_from_slice(slot);
-        let seg = if dev.has_gid(1, &a.av.dgid) { LOCAL_SEG } else { mtu_bytes(a.path_mtu) } as u32;
+        let seg = if dev.has_gid(1, &a.av.dgid) {
+            LOCAL_SEG
+        } else {
+            mtu_bytes(a.path_mtu)
+        } as u32;
         let f = match take_send(s, slot, wqe::Transport::Rc) {
             Ok((w, wc)) => {
                 let len = match w.payload {
@@ -757,7 +842,11 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
                     Payload::Sges { length, .. } => length,
                 };
                 let npkts = match w.opcode {
-                    Opcode::Send | Opcode::SendImm | Opcode::SendInv | Opcode::RdmaWrite | Opcode::RdmaWriteImm
+                    Opcode::Send
+                    | Opcode::SendImm
+                    | Opcode::SendInv
+                    | Opcode::RdmaWrite
+                    | Opcode::RdmaWriteImm
                     | Opcode::RdmaRead => packets(len, seg) as u32,
                     Opcode::LocalInv | Opcode::BindMw | Opcode::RegMr => 0,
                     _ => 1,
@@ -804,7 +893,9 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
     } else {
         slot.copy_from_slice(rc.shadow(i));
     }
-    let Some(mut f) = rc.flights[i] else { return Step::Idle };
+    let Some(mut f) = rc.flights[i] else {
+        return Step::Idle;
+    };
     if f.state == FState::Done {
         // Finished early (invalid, or failed locally): completes in order.
         rc.next += 1;
@@ -845,12 +936,34 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
         }
     }
     let mtu = u64::from(f.seg.max(1));
-    let mut bth = Bth { pkey: 0xffff, dqpn: a.dest_qp_num, ..Default::default() };
-    let mut tx = Tx { bth, reth: None, atm: None, aeth: None, atmack: None, imm: None, ieth: None, feth: None, len: 0, src: Src::None };
+    let mut bth = Bth {
+        pkey: 0xffff,
+        dqpn: a.dest_qp_num,
+        ..Default::default()
+    };
+    let mut tx = Tx {
+        bth,
+        reth: None,
+        atm: None,
+        aeth: None,
+        atmack: None,
+        imm: None,
+        ieth: None,
+        feth: None,
+        len: 0,
+        src: Src::None,
+    };
     let mut done_sending = true;
     let solicited = f.w.send_flags & wqe::SEND_SOLICITED != 0;
     match (f.w.opcode, f.w.detail) {
-        (Opcode::Send | Opcode::SendImm | Opcode::SendInv | Opcode::RdmaWrite | Opcode::RdmaWriteImm, _) => {
+        (
+            Opcode::Send
+            | Opcode::SendImm
+            | Opcode::SendInv
+            | Opcode::RdmaWrite
+            | Opcode::RdmaWriteImm,
+            _,
+        ) => {
             let n = f.npkts;
             let idx = (rc.off / mtu) as u32;
             let pos = Pos::of(idx, n);
@@ -861,7 +974,11 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
                 bth.opcode = rc::write_opcode(pos, imm);
                 if pos.starts() {
                     if let WrDetail::Rdma { remote_addr, rkey } = f.w.detail {
-                        tx.reth = Some(Reth { va: remote_addr, rkey, len: f.len as u32 });
+                        tx.reth = Some(Reth {
+                            va: remote_addr,
+                            rkey,
+                            len: f.len as u32,
+                        });
                     }
                 }
             } else {
@@ -876,7 +993,10 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
             bth.se = pos.ends() && solicited;
             bth.ack_req = pos.ends() || (idx + 1) % rc::ACK_EVERY == 0;
             tx.len = plen as usize;
-            tx.src = Src::Wqe { payload: f.w.payload, off: rc.off };
+            tx.src = Src::Wqe {
+                payload: f.w.payload,
+                off: rc.off,
+            };
             done_sending = pos.ends();
             rc.off += plen;
         }
@@ -884,9 +1004,21 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
             bth.opcode = op::READ_REQUEST;
             bth.psn = f.first_psn;
             bth.ack_req = true;
-            tx.reth = Some(Reth { va: remote_addr, rkey, len: f.len as u32 });
+            tx.reth = Some(Reth {
+                va: remote_addr,
+                rkey,
+                len: f.len as u32,
+            });
         }
-        (Opcode::CmpSwap | Opcode::FetchAdd, WrDetail::Atomic { remote_addr, compare_add, swap, rkey }) => {
+        (
+            Opcode::CmpSwap | Opcode::FetchAdd,
+            WrDetail::Atomic {
+                remote_addr,
+                compare_add,
+                swap,
+                rkey,
+            },
+        ) => {
             let cas = f.w.opcode == Opcode::CmpSwap;
             bth.opcode = if cas { op::CMP_SWAP } else { op::FETCH_ADD };
             bth.psn = f.first_psn;
@@ -902,16 +1034,33 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
             bth.opcode = op::ATOMIC_WRITE;
             bth.psn = f.first_psn;
             bth.ack_req = true;
-            tx.reth = Some(Reth { va: remote_addr, rkey, len: 8 });
+            tx.reth = Some(Reth {
+                va: remote_addr,
+                rkey,
+                len: 8,
+            });
             tx.len = 8;
             tx.src = Src::Bytes(wqe::atomic_write_value(slot).unwrap_or([0; 8]));
         }
-        (Opcode::Flush, WrDetail::Flush { remote_addr, length, rkey, ty, level }) => {
+        (
+            Opcode::Flush,
+            WrDetail::Flush {
+                remote_addr,
+                length,
+                rkey,
+                ty,
+                level,
+            },
+        ) => {
             bth.opcode = op::FLUSH;
             bth.psn = f.first_psn;
             bth.ack_req = true;
             tx.feth = Some(u32::from(ty & 0xf) | (u32::from(level & 3) << 4));
-            tx.reth = Some(Reth { va: remote_addr, rkey, len: length });
+            tx.reth = Some(Reth {
+                va: remote_addr,
+                rkey,
+                len: length,
+            });
         }
         _ => {
             f.finish(status::LOC_QP_OP_ERR);
@@ -943,13 +1092,22 @@ fn prepare(dev: &Device<Rrxe>, s: &QpShared, rc: &mut RcState, g: &mut QpInner, 
 /// A memory-window bind or a local invalidation; returns the status.
 fn local_op(d: &RrxeDev, s: &QpShared, w: &SendWqe) -> u32 {
     match w.detail {
-        WrDetail::Mw { addr, length, mr_lkey, mw_rkey, rkey, access } => {
-            match mr::bind_mw(d, s.pd, s.qpn, mw_rkey, rkey, mr_lkey, addr, length, access) {
-                Ok(()) => status::SUCCESS,
-                Err(_) => status::MW_BIND_ERR,
-            }
-        }
-        WrDetail::Reg { mr_key, key, access } => match mr::reg_fast(d, s.pd, mr_key, key, access) {
+        WrDetail::Mw {
+            addr,
+            length,
+            mr_lkey,
+            mw_rkey,
+            rkey,
+            access,
+        } => match mr::bind_mw(d, s.pd, s.qpn, mw_rkey, rkey, mr_lkey, addr, length, access) {
+            Ok(()) => status::SUCCESS,
+            Err(_) => status::MW_BIND_ERR,
+        },
+        WrDetail::Reg {
+            mr_key,
+            key,
+            access,
+        } => match mr::reg_fast(d, s.pd, mr_key, key, access) {
             Ok(()) => status::SUCCESS,
             Err(_) => status::MW_BIND_ERR,
         },
@@ -1035,13 +1193,18 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
             return;
         }
-        let syn = p.aeth.map(|x| Syndrome::parse(x.syndrome)).unwrap_or(Some(Syndrome::Ack));
+        let syn = p
+            .aeth
+            .map(|x| Syndrome::parse(x.syndrome))
+            .unwrap_or(Some(Syndrome::Ack));
         let Some(syn) = syn else { return };
         // Any acknowledgement at or past the oldest outstanding PSN is
         // progress: it restarts the retransmit timer and the retry count.
         let mut progressed = syn == Syndrome::Ack
             && rc.oldest_outstanding(cons).is_some_and(|o| {
-                rc.flights[rc.slot_of(cons, o)].as_ref().is_some_and(|f| rc::psn_diff(p.psn, f.first_psn) >= 0)
+                rc.flights[rc.slot_of(cons, o)]
+                    .as_ref()
+                    .is_some_and(|f| rc::psn_diff(p.psn, f.first_psn) >= 0)
             });
         if progressed {
             rc.acked = Some(p.psn);
@@ -1052,13 +1215,17 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         let mut k = 0u32;
         while k < rc.next {
             let i = rc.slot_of(cons, k);
-            let Some(f) = rc.flights[i].as_mut() else { break };
+            let Some(f) = rc.flights[i].as_mut() else {
+                break;
+            };
             if f.state == FState::Done {
                 k += 1;
                 continue;
             }
             let before = rc::psn_diff(f.last_psn(), p.psn) < 0;
-            let this_ack = rc::psn_diff(f.last_psn(), p.psn) == 0 && p.opcode == op::ACK && syn == Syndrome::Ack;
+            let this_ack = rc::psn_diff(f.last_psn(), p.psn) == 0
+                && p.opcode == op::ACK
+                && syn == Syndrome::Ack;
             if f.rd_atomic() || f.state != FState::Sent || !(before || this_ack) {
                 break;
             }
@@ -1068,7 +1235,11 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             k += 1;
         }
         let in_flight = k < rc.next || (k == rc.next && rc.off > 0 && k < rc.taken);
-        let target = if in_flight { Some((k, rc.slot_of(cons, k))) } else { None };
+        let target = if in_flight {
+            Some((k, rc.slot_of(cons, k)))
+        } else {
+            None
+        };
         match (p.opcode, syn) {
             (op::ACK, Syndrome::Ack) => {}
             (op::ACK, Syndrome::Rnr(code)) => {
@@ -1076,8 +1247,10 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                     d.count(Counter::RcvRnr, 1);
                     if rc.retry(cons, k, true, a.rnr_retry) {
                         rewound = true;
-                        rc.rnr_until =
-                            Some(Instant::<Monotonic>::now() + Delta::from_micros(rc::rnr_wait_us(code) as i64));
+                        rc.rnr_until = Some(
+                            Instant::<Monotonic>::now()
+                                + Delta::from_micros(rc::rnr_wait_us(code) as i64),
+                        );
                     } else {
                         d.count(Counter::RnrRetryExceeded, 1);
                     }
@@ -1113,8 +1286,17 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                         {
                             let st = match wqe::sge_at(rc.shadow(i), wqe::SEND_HDR, 0) {
                                 Some(sge) if sge.length >= 8 => {
-                                    match mr::lookup_mr(d, sge.lkey, s.pd, access::LOCAL_WRITE, sge.addr, 8) {
-                                        Ok(m) if m.write(sge.addr, &orig.to_ne_bytes()).is_ok() => status::SUCCESS,
+                                    match mr::lookup_mr(
+                                        d,
+                                        sge.lkey,
+                                        s.pd,
+                                        access::LOCAL_WRITE,
+                                        sge.addr,
+                                        8,
+                                    ) {
+                                        Ok(m) if m.write(sge.addr, &orig.to_ne_bytes()).is_ok() => {
+                                            status::SUCCESS
+                                        }
                                         _ => status::LOC_PROT_ERR,
                                     }
                                 }
@@ -1181,7 +1363,8 @@ fn read_response(
     let mtu = u64::from(f.seg.max(1));
     match f.w.opcode {
         Opcode::AtomicWrite | Opcode::Flush => {
-            return (pos == Pos::Only && p.psn == f.first_psn && p.payload.is_empty()).then_some(status::SUCCESS);
+            return (pos == Pos::Only && p.psn == f.first_psn && p.payload.is_empty())
+                .then_some(status::SUCCESS);
         }
         Opcode::RdmaRead => {}
         _ => return None,
@@ -1214,14 +1397,32 @@ fn read_response(
 enum Reply {
     None,
     /// An ACK or NAK for `psn`.
-    Ack { psn: u32, syn: Syndrome, msn: u32 },
+    Ack {
+        psn: u32,
+        syn: Syndrome,
+        msn: u32,
+    },
     /// An atomic ACK with the original value.
-    Atomic { psn: u32, orig: u64, msn: u32 },
+    Atomic {
+        psn: u32,
+        orig: u64,
+        msn: u32,
+    },
     /// An empty read response (ATOMIC WRITE, FLUSH).
-    Empty { psn: u32, msn: u32 },
+    Empty {
+        psn: u32,
+        msn: u32,
+    },
     /// Read response packets from `psn` on: `len` bytes at `va`, `seg`
     /// bytes per packet.
-    Read { psn: u32, va: u64, rkey: u32, len: u32, msn: u32, seg: usize },
+    Read {
+        psn: u32,
+        va: u64,
+        rkey: u32,
+        len: u32,
+        msn: u32,
+        seg: usize,
+    },
 }
 
 /// Takes a request packet for QP `s`.
@@ -1229,9 +1430,14 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     if s.ty != QpType::Rc {
         return;
     }
-    let Some((req, pos)) = rc::classify_req(p.opcode) else { return };
+    let Some((req, pos)) = rc::classify_req(p.opcode) else {
+        return;
+    };
     let a = s.inner.lock().attrs;
-    if !matches!(a.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) {
+    if !matches!(
+        a.state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    ) {
         return;
     }
     if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
@@ -1250,7 +1456,11 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                 } else {
                     rc.nak_sent = true;
                     d.count(Counter::OutOfSeqReq, 1);
-                    Reply::Ack { psn: rc.epsn, syn: Syndrome::Nak(Nak::Seq), msn: rc.msn }
+                    Reply::Ack {
+                        psn: rc.epsn,
+                        syn: Syndrome::Nak(Nak::Seq),
+                        msn: rc.msn,
+                    }
                 }
             }
             PsnCheck::Duplicate => {
@@ -1278,7 +1488,11 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                         let msn = rc.msn;
                         let mut g = s.inner.lock();
                         to_err(s, &mut rc, &mut g);
-                        Reply::Ack { psn: p.psn, syn: Syndrome::Nak(nak), msn }
+                        Reply::Ack {
+                            psn: p.psn,
+                            syn: Syndrome::Nak(nak),
+                            msn,
+                        }
                     }
                 }
             }
@@ -1302,14 +1516,26 @@ fn add_res(rc: &mut RcState, r: Res) {
 fn duplicate(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
     let msn = rc.msn;
     match req {
-        Req::Send { .. } | Req::Write { .. } => {
-            Reply::Ack { psn: psn_add(rc.epsn, 0x00ff_ffff), syn: Syndrome::Ack, msn }
-        }
+        Req::Send { .. } | Req::Write { .. } => Reply::Ack {
+            psn: psn_add(rc.epsn, 0x00ff_ffff),
+            syn: Syndrome::Ack,
+            msn,
+        },
         Req::Read => {
-            let Some(reth) = p.reth else { return Reply::None };
+            let Some(reth) = p.reth else {
+                return Reply::None;
+            };
             for r in rc.res.iter().flatten() {
-                if let Res::Read { first_psn, last_psn, va, rkey, len } = *r {
-                    let inside = rc::psn_diff(p.psn, first_psn) >= 0 && rc::psn_diff(p.psn, last_psn) <= 0;
+                if let Res::Read {
+                    first_psn,
+                    last_psn,
+                    va,
+                    rkey,
+                    len,
+                } = *r
+                {
+                    let inside =
+                        rc::psn_diff(p.psn, first_psn) >= 0 && rc::psn_diff(p.psn, last_psn) <= 0;
                     let end = va.checked_add(u64::from(len));
                     let req_end = reth.va.checked_add(u64::from(reth.len));
                     if inside
@@ -1317,7 +1543,14 @@ fn duplicate(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
                         && reth.va >= va
                         && matches!((end, req_end), (Some(e), Some(re)) if re <= e)
                     {
-                        return Reply::Read { psn: p.psn, va: reth.va, rkey, len: reth.len, msn, seg: p.seg(a) };
+                        return Reply::Read {
+                            psn: p.psn,
+                            va: reth.va,
+                            rkey,
+                            len: reth.len,
+                            msn,
+                            seg: p.seg(a),
+                        };
                     }
                 }
             }
@@ -1367,7 +1600,11 @@ fn hold_recv(d: &RrxeDev, s: &QpShared, rc: &mut RcState, a: &QpAttrs, psn: u32)
         None => {
             rc.spare = slot;
             d.count(Counter::SndRnr, 1);
-            Some(Reply::Ack { psn, syn: Syndrome::Rnr(a.min_rnr_timer), msn: rc.msn })
+            Some(Reply::Ack {
+                psn,
+                syn: Syndrome::Rnr(a.min_rnr_timer),
+                msn: rc.msn,
+            })
         }
     }
 }
@@ -1387,15 +1624,21 @@ fn execute(
     let qp_access = a.qp_access_flags;
     let ack = |rc: &RcState| {
         if p.ack_req {
-            Reply::Ack { psn: p.psn, syn: Syndrome::Ack, msn: rc.msn }
+            Reply::Ack {
+                psn: p.psn,
+                syn: Syndrome::Ack,
+                msn: rc.msn,
+            }
         } else {
             Reply::None
         }
     };
     // Reads and atomics need responder resources: with none granted
     // (max_dest_rd_atomic 0) they are invalid requests, as in rxe.
-    if matches!(req, Req::Read | Req::CmpSwap | Req::FetchAdd | Req::AtomicWrite | Req::Flush)
-        && a.max_dest_rd_atomic == 0
+    if matches!(
+        req,
+        Req::Read | Req::CmpSwap | Req::FetchAdd | Req::AtomicWrite | Req::Flush
+    ) && a.max_dest_rd_atomic == 0
     {
         return Err(INV_REQ);
     }
@@ -1404,7 +1647,11 @@ fn execute(
             if !rc::op_sequence_ok(rc.msg, true, pos) {
                 return Err(INV_REQ);
             }
-            if if pos.ends() { p.payload.len() > mtu } else { p.payload.len() != mtu } {
+            if if pos.ends() {
+                p.payload.len() > mtu
+            } else {
+                p.payload.len() != mtu
+            } {
                 return Err(INV_REQ);
             }
             if pos.starts() && rc.held.is_none() {
@@ -1413,7 +1660,9 @@ fn execute(
                 }
                 rc.offset = 0;
             }
-            let Some((slot, max)) = rc.held.as_ref() else { return Err(INV_REQ) };
+            let Some((slot, max)) = rc.held.as_ref() else {
+                return Err(INV_REQ);
+            };
             let r = wqe::parse_recv(slot, *max).map_err(|_| (Nak::RemOp, status::LOC_QP_OP_ERR))?;
             let n = p.payload.len() as u64;
             if rc.offset + n > r.length {
@@ -1465,14 +1714,26 @@ fn execute(
             if qp_access & access::REMOTE_WRITE == 0 {
                 return Err(INV_REQ);
             }
-            if if pos.ends() { p.payload.len() > mtu } else { p.payload.len() != mtu } {
+            if if pos.ends() {
+                p.payload.len() > mtu
+            } else {
+                p.payload.len() != mtu
+            } {
                 return Err(INV_REQ);
             }
             if pos.starts() {
                 let reth = p.reth.ok_or(INV_REQ)?;
                 if reth.len > 0 {
-                    mr::lookup_key(d, reth.rkey, s.pd, s.qpn, access::REMOTE_WRITE, reth.va, u64::from(reth.len))
-                        .map_err(key_fail)?;
+                    mr::lookup_key(
+                        d,
+                        reth.rkey,
+                        s.pd,
+                        s.qpn,
+                        access::REMOTE_WRITE,
+                        reth.va,
+                        u64::from(reth.len),
+                    )
+                    .map_err(key_fail)?;
                 }
                 rc.write = Some((reth.va, reth.rkey, u64::from(reth.len)));
                 rc.offset = 0;
@@ -1491,8 +1752,16 @@ fn execute(
             }
             if n > 0 {
                 let at = va.checked_add(rc.offset).ok_or(REM_ACCESS)?;
-                mr::copy_by_key(d, rkey, s.pd, s.qpn, access::REMOTE_WRITE, at, Copy::Into(p.payload))
-                    .map_err(key_fail)?;
+                mr::copy_by_key(
+                    d,
+                    rkey,
+                    s.pd,
+                    s.qpn,
+                    access::REMOTE_WRITE,
+                    at,
+                    Copy::Into(p.payload),
+                )
+                .map_err(key_fail)?;
             }
             rc.offset += n;
             rc.epsn = psn_add(p.psn, 1);
@@ -1529,8 +1798,16 @@ fn execute(
             }
             let reth = p.reth.ok_or(INV_REQ)?;
             if reth.len > 0 {
-                mr::lookup_key(d, reth.rkey, s.pd, s.qpn, access::REMOTE_READ, reth.va, u64::from(reth.len))
-                    .map_err(key_fail)?;
+                mr::lookup_key(
+                    d,
+                    reth.rkey,
+                    s.pd,
+                    s.qpn,
+                    access::REMOTE_READ,
+                    reth.va,
+                    u64::from(reth.len),
+                )
+                .map_err(key_fail)?;
             }
             let n = packets(u64::from(reth.len), mtu as u32) as u32;
             add_res(
@@ -1545,7 +1822,14 @@ fn execute(
             );
             rc.epsn = psn_add(p.psn, n);
             rc.msn = psn_add(rc.msn, 1);
-            Ok(Reply::Read { psn: p.psn, va: reth.va, rkey: reth.rkey, len: reth.len, msn: rc.msn, seg: mtu })
+            Ok(Reply::Read {
+                psn: p.psn,
+                va: reth.va,
+                rkey: reth.rkey,
+                len: reth.len,
+                msn: rc.msn,
+                seg: mtu,
+            })
         }
         Req::CmpSwap | Req::FetchAdd => {
             if rc.msg.is_some() || qp_access & access::REMOTE_ATOMIC == 0 {
@@ -1555,14 +1839,20 @@ fn execute(
             if atm.va & 7 != 0 {
                 return Err(INV_REQ);
             }
-            let (m, at) = mr::lookup_key(d, atm.rkey, s.pd, s.qpn, access::REMOTE_ATOMIC, atm.va, 8).map_err(key_fail)?;
+            let (m, at) =
+                mr::lookup_key(d, atm.rkey, s.pd, s.qpn, access::REMOTE_ATOMIC, atm.va, 8)
+                    .map_err(key_fail)?;
             let orig = {
                 let _g = d.atomics().lock();
                 let mut b = [0u8; 8];
                 m.read(at, &mut b).map_err(key_fail)?;
                 let orig = u64::from_ne_bytes(b);
                 let new = if req == Req::CmpSwap {
-                    if orig == atm.compare { atm.swap_add } else { orig }
+                    if orig == atm.compare {
+                        atm.swap_add
+                    } else {
+                        orig
+                    }
                 } else {
                     orig.wrapping_add(atm.swap_add)
                 };
@@ -1572,7 +1862,11 @@ fn execute(
             add_res(rc, Res::Atomic { psn: p.psn, orig });
             rc.epsn = psn_add(p.psn, 1);
             rc.msn = psn_add(rc.msn, 1);
-            Ok(Reply::Atomic { psn: p.psn, orig, msn: rc.msn })
+            Ok(Reply::Atomic {
+                psn: p.psn,
+                orig,
+                msn: rc.msn,
+            })
         }
         Req::AtomicWrite => {
             if rc.msg.is_some() || qp_access & access::REMOTE_WRITE == 0 {
@@ -1582,7 +1876,9 @@ fn execute(
             if reth.va & 7 != 0 || p.payload.len() != 8 || reth.len != 8 {
                 return Err(INV_REQ);
             }
-            let (m, at) = mr::lookup_key(d, reth.rkey, s.pd, s.qpn, access::REMOTE_WRITE, reth.va, 8).map_err(key_fail)?;
+            let (m, at) =
+                mr::lookup_key(d, reth.rkey, s.pd, s.qpn, access::REMOTE_WRITE, reth.va, 8)
+                    .map_err(key_fail)?;
             {
                 let _g = d.atomics().lock();
                 m.write(at, p.payload).map_err(key_fail)?;
@@ -1590,7 +1886,10 @@ fn execute(
             add_res(rc, Res::Empty { psn: p.psn });
             rc.epsn = psn_add(p.psn, 1);
             rc.msn = psn_add(rc.msn, 1);
-            Ok(Reply::Empty { psn: p.psn, msn: rc.msn })
+            Ok(Reply::Empty {
+                psn: p.psn,
+                msn: rc.msn,
+            })
         }
         Req::Flush => {
             if rc.msg.is_some() {
@@ -1607,42 +1906,87 @@ fn execute(
                 need |= access::FLUSH_PERSISTENT;
             }
             if reth.len > 0 {
-                mr::lookup_key(d, reth.rkey, s.pd, s.qpn, need, reth.va, u64::from(reth.len)).map_err(key_fail)?;
+                mr::lookup_key(
+                    d,
+                    reth.rkey,
+                    s.pd,
+                    s.qpn,
+                    need,
+                    reth.va,
+                    u64::from(reth.len),
+                )
+                .map_err(key_fail)?;
             }
             // Memory here is ordinary RAM written by the CPU: once the
             // copies are done, the data is globally visible.
             add_res(rc, Res::Empty { psn: p.psn });
             rc.epsn = psn_add(p.psn, 1);
             rc.msn = psn_add(rc.msn, 1);
-            Ok(Reply::Empty { psn: p.psn, msn: rc.msn })
+            Ok(Reply::Empty {
+                psn: p.psn,
+                msn: rc.msn,
+            })
         }
     }
 }
 
 /// Sends the responder's reply to the QP's peer.
 fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
-    let base = |opcode: u8, psn: u32| Bth { opcode, pkey: 0xffff, dqpn: a.dest_qp_num, psn, ..Default::default() };
-    let none = |bth: Bth| Tx { bth, reth: None, atm: None, aeth: None, atmack: None, imm: None, ieth: None, feth: None, len: 0, src: Src::None };
+    let base = |opcode: u8, psn: u32| Bth {
+        opcode,
+        pkey: 0xffff,
+        dqpn: a.dest_qp_num,
+        psn,
+        ..Default::default()
+    };
+    let none = |bth: Bth| Tx {
+        bth,
+        reth: None,
+        atm: None,
+        aeth: None,
+        atmack: None,
+        imm: None,
+        ieth: None,
+        feth: None,
+        len: 0,
+        src: Src::None,
+    };
     let mut buf = s.reply_buf.lock();
     match r {
         Reply::None => {}
         Reply::Ack { psn, syn, msn } => {
             let mut tx = none(base(op::ACK, psn));
-            tx.aeth = Some(Aeth { syndrome: syn.byte(), msn });
+            tx.aeth = Some(Aeth {
+                syndrome: syn.byte(),
+                msn,
+            });
             let _ = emit(dev, s, a, &tx, &[], &mut buf);
         }
         Reply::Atomic { psn, orig, msn } => {
             let mut tx = none(base(op::ATOMIC_ACK, psn));
-            tx.aeth = Some(Aeth { syndrome: Syndrome::Ack.byte(), msn });
+            tx.aeth = Some(Aeth {
+                syndrome: Syndrome::Ack.byte(),
+                msn,
+            });
             tx.atmack = Some(orig);
             let _ = emit(dev, s, a, &tx, &[], &mut buf);
         }
         Reply::Empty { psn, msn } => {
             let mut tx = none(base(op::READ_RESP_ONLY, psn));
-            tx.aeth = Some(Aeth { syndrome: Syndrome::Ack.byte(), msn });
+            tx.aeth = Some(Aeth {
+                syndrome: Syndrome::Ack.byte(),
+                msn,
+            });
             let _ = emit(dev, s, a, &tx, &[], &mut buf);
         }
-        Reply::Read { psn, va, rkey, len, msn, seg } => {
+        Reply::Read {
+            psn,
+            va,
+            rkey,
+            len,
+            msn,
+            seg,
+        } => {
             let mtu = seg as u64;
             let n = packets(u64::from(len), mtu as u32) as u32;
             let mut off = 0u64;
@@ -1656,7 +2000,10 @@ fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
                 let plen = (u64::from(len) - off).min(mtu);
                 let mut tx = none(base(rc::read_resp_opcode(pos), psn_add(psn, j)));
                 if pos != Pos::Middle {
-                    tx.aeth = Some(Aeth { syndrome: Syndrome::Ack.byte(), msn });
+                    tx.aeth = Some(Aeth {
+                        syndrome: Syndrome::Ack.byte(),
+                        msn,
+                    });
                 }
                 tx.len = plen as usize;
                 let Some(at) = va.checked_add(off) else { break };
@@ -1665,7 +2012,10 @@ fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
                     // The memory went away (a window invalidated, say):
                     // the requester learns it from a NAK.
                     let mut nak = none(base(op::ACK, psn_add(psn, j)));
-                    nak.aeth = Some(Aeth { syndrome: Syndrome::Nak(Nak::RemAccess).byte(), msn });
+                    nak.aeth = Some(Aeth {
+                        syndrome: Syndrome::Nak(Nak::RemAccess).byte(),
+                        msn,
+                    });
                     let _ = emit(dev, s, a, &nak, &[], &mut buf);
                     break;
                 }
@@ -1680,7 +2030,8 @@ pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
     let d = dev.data();
     let Some(qp) = d.qp(p.bth.dqpn) else { return };
     let be32 = |o: Option<usize>, n: usize| {
-        o.and_then(|o| p.udp.get(o..o + n)).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        o.and_then(|o| p.udp.get(o..o + n))
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     };
     let atmack = p.layout.atmack.and_then(|o| p.udp.get(o..o + 8)).map(|b| {
         let mut x = [0u8; 8];

@@ -9,8 +9,8 @@
 use crate::ib::{
     object::{Pd, Srq},
     srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
-    wr::RecvWr,
     udata::Udata,
+    wr::RecvWr,
 };
 use crate::logic::{
     limits as l,
@@ -152,7 +152,8 @@ pub fn create_srq(
     if !init.basic {
         return Err(EOPNOTSUPP);
     }
-    let (max_wr, max_sge) = qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
+    let (max_wr, max_sge) =
+        qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
     let elem = qp::recv_wqe_size(max_sge);
     let (ring, uc) = match udata {
         Some(u) => {
@@ -160,24 +161,46 @@ pub fn create_srq(
                 return Err(EINVAL);
             }
             let uc = u.ucontext::<Rrxe>();
-            (UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?, uc as *const _)
+            (
+                UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?,
+                uc as *const _,
+            )
         }
         // A kernel SRQ: its ring is in kernel memory, filled by
         // `ib_post_srq_recv`.
-        None => (UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?, core::ptr::null()),
+        None => (
+            UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?,
+            core::ptr::null(),
+        ),
     };
-    let attr = SrqAttr { max_wr: ring.geometry().index_mask, max_sge, srq_limit: init.attr.srq_limit };
+    let attr = SrqAttr {
+        max_wr: ring.geometry().index_mask,
+        max_sge,
+        srq_limit: init.attr.srq_limit,
+    };
     let mi = ring.mmap_info();
     let dev = pd.device().data();
-    let mut inner = Some(SrqInner { ring, max_sge, limit: init.attr.srq_limit, this: Some(this) });
+    let mut inner = Some(SrqInner {
+        ring,
+        max_sge,
+        limit: init.attr.srq_limit,
+        this: Some(this),
+    });
     let (num, shared) = dev.srq_pool().insert(|num| {
         let inner = inner.take().ok_or(EINVAL)?;
-        Arc::pin_init(try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error), GFP_KERNEL)
+        Arc::pin_init(
+            try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error),
+            GFP_KERNEL,
+        )
     })?;
     let srq = RrxeSrq { shared, dev };
     if let Some(u) = udata {
         // On failure `srq` is dropped and leaves the table.
-        u.write_out(&CreateSrqResp { mi, srq_num: num, reserved: 0 })?;
+        u.write_out(&CreateSrqResp {
+            mi,
+            srq_num: num,
+            reserved: 0,
+        })?;
     }
     Ok((srq, attr))
 }
@@ -212,10 +235,19 @@ pub fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&
     let s = &srq.data().shared;
     let (capacity, limit, elem) = {
         let g = s.inner.lock();
-        (g.ring.geometry().index_mask, g.limit, g.ring.geometry().elem_size())
+        (
+            g.ring.geometry().index_mask,
+            g.limit,
+            g.ring.geometry().elem_size(),
+        )
     };
-    qp::check_srq_modify(mask.max_wr.then_some(attr.max_wr), mask.limit.then_some(attr.srq_limit), limit, capacity)
-        .map_err(attr_err)?;
+    qp::check_srq_modify(
+        mask.max_wr.then_some(attr.max_wr),
+        mask.limit.then_some(attr.srq_limit),
+        limit,
+        capacity,
+    )
+    .map_err(attr_err)?;
     if mask.max_wr {
         // Kernel SRQs (no context, no udata) are not resized.
         if s.uc.is_null() {
@@ -232,7 +264,13 @@ pub fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&
             // `sibling` allocates: take the shape, then drop the lock.
             let shape = (g.ring.geometry().elem_size() as u32, uc);
             drop(g);
-            UserRing::new(shape.1, Role::KernelConsumes, attr.max_wr, shape.0, MAX_SRQ_RING_BYTES)?
+            UserRing::new(
+                shape.1,
+                Role::KernelConsumes,
+                attr.max_wr,
+                shape.0,
+                MAX_SRQ_RING_BYTES,
+            )?
         };
         let mi = new.mmap_info();
         let mut buf = KVec::from_elem(0u8, elem, GFP_KERNEL)?;
@@ -262,5 +300,9 @@ pub fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&
 /// `query_srq`.
 pub fn query_srq(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
     let g = srq.data().shared.inner.lock();
-    Ok(SrqAttr { max_wr: g.ring.geometry().index_mask, max_sge: g.max_sge, srq_limit: g.limit })
+    Ok(SrqAttr {
+        max_wr: g.ring.geometry().index_mask,
+        max_sge: g.max_sge,
+        srq_limit: g.limit,
+    })
 }

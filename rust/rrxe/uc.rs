@@ -67,7 +67,13 @@ pub(crate) struct Gather<'a> {
 
 impl<'a> Gather<'a> {
     pub(crate) fn new(slot: &'a [u8], payload: Payload) -> Self {
-        Self { slot, payload, sge: 0, off: 0, inline_off: 0 }
+        Self {
+            slot,
+            payload,
+            sge: 0,
+            off: 0,
+            inline_off: 0,
+        }
     }
 
     /// Moves `n` bytes ahead without reading them.
@@ -110,7 +116,10 @@ impl<'a> Gather<'a> {
                 if end > len as usize {
                     return Err(EINVAL);
                 }
-                let src = self.slot.get(wqe::SEND_HDR + self.inline_off..wqe::SEND_HDR + end).ok_or(EINVAL)?;
+                let src = self
+                    .slot
+                    .get(wqe::SEND_HDR + self.inline_off..wqe::SEND_HDR + end)
+                    .ok_or(EINVAL)?;
                 out.copy_from_slice(src);
                 self.inline_off = end;
             }
@@ -156,8 +165,12 @@ pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (
     let (kind, imm, reth) = match (w.opcode, w.detail) {
         (Opcode::Send, _) => (Kind::Send, false, None),
         (Opcode::SendImm, _) => (Kind::Send, true, None),
-        (Opcode::RdmaWrite, WrDetail::Rdma { remote_addr, rkey }) => (Kind::Write, false, Some((remote_addr, rkey))),
-        (Opcode::RdmaWriteImm, WrDetail::Rdma { remote_addr, rkey }) => (Kind::Write, true, Some((remote_addr, rkey))),
+        (Opcode::RdmaWrite, WrDetail::Rdma { remote_addr, rkey }) => {
+            (Kind::Write, false, Some((remote_addr, rkey)))
+        }
+        (Opcode::RdmaWriteImm, WrDetail::Rdma { remote_addr, rkey }) => {
+            (Kind::Write, true, Some((remote_addr, rkey)))
+        }
         _ => {
             wc.status = status::LOC_QP_OP_ERR;
             return (wc, true);
@@ -204,7 +217,11 @@ pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (
             ..Default::default()
         };
         let r = if pos.starts() {
-            reth.map(|(va, rkey)| Reth { va, rkey, len: len as u32 })
+            reth.map(|(va, rkey)| Reth {
+                va,
+                rkey,
+                len: len as u32,
+            })
         } else {
             None
         };
@@ -294,9 +311,14 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     if qp.ty != QpType::Uc {
         return;
     }
-    let Some((kind, pos, _)) = seq::classify(p.opcode) else { return };
+    let Some((kind, pos, _)) = seq::classify(p.opcode) else {
+        return;
+    };
     let a = qp.inner.lock().attrs;
-    if !matches!(a.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) {
+    if !matches!(
+        a.state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    ) {
         return;
     }
     // Connected: only the peer the QP was connected to may send to it.
@@ -305,7 +327,11 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     }
     let mtu = mtu_bytes(a.path_mtu);
     // Every packet but a message's last carries exactly one MTU.
-    let bad_len = if pos.ends() { p.payload.len() > mtu } else { p.payload.len() != mtu };
+    let bad_len = if pos.ends() {
+        p.payload.len() > mtu
+    } else {
+        p.payload.len() != mtu
+    };
     let mut rx = qp.uc_rx.lock();
     // A destroyed QP that a local sender still holds takes nothing.
     if qp.is_dead() {
@@ -363,11 +389,22 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
     if pos.starts() && !hold_recv(qp, rx) {
         return false;
     }
-    let Some((slot, max)) = rx.held.as_ref() else { return false };
+    let Some((slot, max)) = rx.held.as_ref() else {
+        return false;
+    };
     let r = match wqe::parse_recv(slot, *max) {
         Ok(r) => r,
         Err(_) => {
-            complete_held(qp, rx, Wc { status: status::LOC_QP_OP_ERR, opcode: wqe::WC_RECV, ..Default::default() }, false);
+            complete_held(
+                qp,
+                rx,
+                Wc {
+                    status: status::LOC_QP_OP_ERR,
+                    opcode: wqe::WC_RECV,
+                    ..Default::default()
+                },
+                false,
+            );
             return false;
         }
     };
@@ -376,17 +413,39 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
         // Too long for the WQE: with an SRQ the WQE completes in error
         // (class E); without, it stays for the next message (class D1).
         if qp.srq.is_some() {
-            complete_held(qp, rx, Wc { status: status::REM_INV_REQ_ERR, opcode: wqe::WC_RECV, ..Default::default() }, false);
+            complete_held(
+                qp,
+                rx,
+                Wc {
+                    status: status::REM_INV_REQ_ERR,
+                    opcode: wqe::WC_RECV,
+                    ..Default::default()
+                },
+                false,
+            );
         }
         return false;
     }
     if scatter_at(d, qp.pd, slot, r.num_sge, rx.offset, p.payload).is_err() {
-        complete_held(qp, rx, Wc { status: status::LOC_PROT_ERR, opcode: wqe::WC_RECV, ..Default::default() }, false);
+        complete_held(
+            qp,
+            rx,
+            Wc {
+                status: status::LOC_PROT_ERR,
+                opcode: wqe::WC_RECV,
+                ..Default::default()
+            },
+            false,
+        );
         return false;
     }
     rx.offset += len;
     if pos.ends() {
-        let mut wc = Wc { opcode: wqe::WC_RECV, byte_len: rx.offset as u32, ..Default::default() };
+        let mut wc = Wc {
+            opcode: wqe::WC_RECV,
+            byte_len: rx.offset as u32,
+            ..Default::default()
+        };
         if let Some(imm) = p.imm {
             wc.wc_flags = flags::WITH_IMM;
             wc.ex = imm;
@@ -397,7 +456,14 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
     true
 }
 
-fn recv_write(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos, a: &QpAttrs) -> bool {
+fn recv_write(
+    d: &RrxeDev,
+    qp: &QpShared,
+    rx: &mut UcRx,
+    p: &UcPkt<'_>,
+    pos: Pos,
+    a: &QpAttrs,
+) -> bool {
     if pos.starts() {
         let Some(reth) = p.reth else { return false };
         if a.qp_access_flags & access::REMOTE_WRITE == 0 {
@@ -405,21 +471,43 @@ fn recv_write(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos
         }
         // A zero-length write needs no valid key.
         if reth.len > 0
-            && mr::lookup_key(d, reth.rkey, qp.pd, qp.qpn, access::REMOTE_WRITE, reth.va, u64::from(reth.len))
-                .is_err()
+            && mr::lookup_key(
+                d,
+                reth.rkey,
+                qp.pd,
+                qp.qpn,
+                access::REMOTE_WRITE,
+                reth.va,
+                u64::from(reth.len),
+            )
+            .is_err()
         {
             return false;
         }
         rx.write = Some((reth.va, reth.rkey, u64::from(reth.len)));
     }
-    let Some((va, rkey, len)) = rx.write else { return false };
+    let Some((va, rkey, len)) = rx.write else {
+        return false;
+    };
     let n = p.payload.len() as u64;
     if rx.offset + n > len {
         return false;
     }
     if n > 0 {
-        let Some(at) = va.checked_add(rx.offset) else { return false };
-        if mr::copy_by_key(d, rkey, qp.pd, qp.qpn, access::REMOTE_WRITE, at, Copy::Into(p.payload)).is_err() {
+        let Some(at) = va.checked_add(rx.offset) else {
+            return false;
+        };
+        if mr::copy_by_key(
+            d,
+            rkey,
+            qp.pd,
+            qp.qpn,
+            access::REMOTE_WRITE,
+            at,
+            Copy::Into(p.payload),
+        )
+        .is_err()
+        {
             return false;
         }
     }
@@ -452,7 +540,15 @@ pub fn scatter_at(d: &RrxeDev, pd: usize, slot: &[u8], n: u32, offset: u64, data
 /// Writes `data` into the `n` SGEs at `base` in a WQE (a receive WQE's, or
 /// an RDMA READ's), starting `offset` bytes in; each SGE's lkey must allow
 /// local write.
-pub fn scatter_sges(d: &RrxeDev, pd: usize, slot: &[u8], base: usize, n: u32, offset: u64, data: &[u8]) -> Result {
+pub fn scatter_sges(
+    d: &RrxeDev,
+    pd: usize,
+    slot: &[u8],
+    base: usize,
+    n: u32,
+    offset: u64,
+    data: &[u8],
+) -> Result {
     let mut skip = offset;
     let mut done = 0usize;
     for i in 0..n {

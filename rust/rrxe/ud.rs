@@ -20,9 +20,9 @@ use crate::logic::{
     access,
     cqe::{flags, net_type, status, Wc},
     hdr::{self, Bth, Deth},
-    pkt::{self, IpOut},
     mcast,
     mtu::IbMtu,
+    pkt::{self, IpOut},
     qp::QpState,
     wqe::{self, LegacyAv, Opcode, Payload, Transport, WrDetail},
 };
@@ -119,16 +119,30 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
 /// Validates a send WQE copied out of `s`'s send queue: the WQE with its
 /// completion so far (id, QP, opcode), or the error completion to post.
 pub(crate) fn take_send(s: &QpShared, slot: &[u8], t: Transport) -> Result<(wqe::SendWqe, Wc), Wc> {
-    let mut wc = Wc { wr_id: wqe::wr_id(slot).unwrap_or(0), qp_num: s.qpn, qp_cookie: s.handle, ..Default::default() };
+    let mut wc = Wc {
+        wr_id: wqe::wr_id(slot).unwrap_or(0),
+        qp_num: s.qpn,
+        qp_cookie: s.handle,
+        ..Default::default()
+    };
     match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
         // Fast registration is for kernel consumers only.
-        Ok(w) if w.opcode == wqe::Opcode::RegMr && !s.kernel => Err(Wc { status: status::LOC_QP_OP_ERR, ..wc }),
+        Ok(w) if w.opcode == wqe::Opcode::RegMr && !s.kernel => Err(Wc {
+            status: status::LOC_QP_OP_ERR,
+            ..wc
+        }),
         Ok(w) => {
             wc.opcode = w.opcode.wc_opcode();
             Ok((w, wc))
         }
-        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => Err(Wc { status: status::LOC_LEN_ERR, ..wc }),
-        Err(_) => Err(Wc { status: status::LOC_QP_OP_ERR, ..wc }),
+        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => Err(Wc {
+            status: status::LOC_LEN_ERR,
+            ..wc
+        }),
+        Err(_) => Err(Wc {
+            status: status::LOC_QP_OP_ERR,
+            ..wc
+        }),
     }
 }
 
@@ -140,7 +154,13 @@ fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc
         Err(wc) => return (wc, true),
     };
     let signaled = w.send_flags & wqe::SEND_SIGNALED != 0;
-    let WrDetail::Ud { remote_qpn, remote_qkey, ah_num, .. } = w.detail else {
+    let WrDetail::Ud {
+        remote_qpn,
+        remote_qkey,
+        ah_num,
+        ..
+    } = w.detail
+    else {
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     };
@@ -193,7 +213,11 @@ fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc
         dqpn: remote_qpn,
         sqpn: s.qpn,
         // The high bit asks for the QP's own Q_Key (IB spec 10.2.5).
-        qkey: if remote_qkey & 0x8000_0000 != 0 { own_qkey } else { remote_qkey },
+        qkey: if remote_qkey & 0x8000_0000 != 0 {
+            own_qkey
+        } else {
+            remote_qkey
+        },
         imm: (w.opcode == Opcode::SendImm).then_some(w.ex),
         solicited: w.send_flags & wqe::SEND_SOLICITED != 0,
         sgid: av.sgid,
@@ -243,11 +267,26 @@ fn deliver_local(d: &RrxeDev, dg: &Datagram<'_>) {
 /// Sends a datagram as a RoCEv2 UD packet (SEND_ONLY, with immediate if
 /// it has one).
 fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
-    let opcode = if dg.imm.is_some() { hdr::UD_SEND_ONLY_IMM } else { hdr::UD_SEND_ONLY };
+    let opcode = if dg.imm.is_some() {
+        hdr::UD_SEND_ONLY_IMM
+    } else {
+        hdr::UD_SEND_ONLY
+    };
     let mut h = [0u8; hdr::BTH + hdr::DETH + hdr::IMMDT];
-    let bth = Bth { opcode, se: dg.solicited, pkey: 0xffff, dqpn, ..Default::default() };
+    let bth = Bth {
+        opcode,
+        se: dg.solicited,
+        pkey: 0xffff,
+        dqpn,
+        ..Default::default()
+    };
     bth.write(&mut h).ok_or(EINVAL)?;
-    Deth { qkey: dg.qkey, sqpn: dg.sqpn }.write(&mut h[hdr::BTH..]).ok_or(EINVAL)?;
+    Deth {
+        qkey: dg.qkey,
+        sqpn: dg.sqpn,
+    }
+    .write(&mut h[hdr::BTH..])
+    .ok_or(EINVAL)?;
     let n = if let Some(imm) = dg.imm {
         h[hdr::BTH + hdr::DETH..].copy_from_slice(&imm.to_ne_bytes());
         h.len()
@@ -271,7 +310,9 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
 /// A UD packet from the wire (checked by `net::rx`): to one QP, or to the
 /// members of a multicast group. QP1 (GSI) has no receiver yet.
 pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
-    let Some(deth) = p.layout.deth.and_then(|o| Deth::parse(&p.udp[o..])) else { return };
+    let Some(deth) = p.layout.deth.and_then(|o| Deth::parse(&p.udp[o..])) else {
+        return;
+    };
     let dg = Datagram {
         dqpn: p.bth.dqpn,
         sqpn: deth.sqpn,
@@ -302,7 +343,9 @@ pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
 fn gather(d: &RrxeDev, s: &QpShared, slot: &[u8], p: Payload, buf: &mut [u8]) -> Result {
     match p {
         Payload::Inline { len } => {
-            let src = slot.get(wqe::SEND_HDR..wqe::SEND_HDR + len as usize).ok_or(EINVAL)?;
+            let src = slot
+                .get(wqe::SEND_HDR..wqe::SEND_HDR + len as usize)
+                .ok_or(EINVAL)?;
             if src.len() != buf.len() {
                 return Err(EINVAL);
             }
@@ -372,12 +415,18 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     }
     {
         let g = qp.inner.lock();
-        if !matches!(g.attrs.state, QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe) || g.attrs.qkey != dg.qkey {
+        if !matches!(
+            g.attrs.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        ) || g.attrs.qkey != dg.qkey
+        {
             return;
         }
     }
     let mut slot = KVec::new();
-    let Some(max_sge) = qp.pop_recv(&mut slot) else { return };
+    let Some(max_sge) = qp.pop_recv(&mut slot) else {
+        return;
+    };
     let mut wc = Wc {
         wr_id: wqe::wr_id(&slot).unwrap_or(0),
         qp_num: qp.qpn,
@@ -401,7 +450,11 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         wc.byte_len = total as u32;
         // Kernel consumers (the MAD layer) learn the header type too.
         wc.wc_flags = flags::GRH | flags::WITH_NETWORK_HDR_TYPE;
-        wc.network_hdr_type = if pkt::is_v4_mapped(&dg.sgid) { net_type::IPV4 } else { net_type::IPV6 };
+        wc.network_hdr_type = if pkt::is_v4_mapped(&dg.sgid) {
+            net_type::IPV4
+        } else {
+            net_type::IPV6
+        };
         if let Some(imm) = dg.imm {
             wc.wc_flags |= flags::WITH_IMM;
             wc.ex = imm;
@@ -424,7 +477,14 @@ fn scatter(d: &RrxeDev, qp: &QpShared, slot: &[u8], n: u32, a: &[u8], b: &[u8]) 
         if take == 0 {
             continue;
         }
-        let m = mr::lookup_mr(d, sge.lkey, qp.pd, access::LOCAL_WRITE, sge.addr, take as u64)?;
+        let m = mr::lookup_mr(
+            d,
+            sge.lkey,
+            qp.pd,
+            access::LOCAL_WRITE,
+            sge.addr,
+            take as u64,
+        )?;
         let mut done = 0usize;
         while done < take {
             let k = (take - done).min(chunk.len());
