@@ -5,7 +5,9 @@
 #                                         (default: the cached test kernel,
 #                                         built on first use)
 # make run                                set up, build, boot a guest, show rrxe0
-# make test                               set up, build, run the host crate's
+# make lint                               rustfmt, clippy (module and host crate)
+#                                         and shellcheck; the first step of make test
+# make test                               set up, lint, build, run the host crate's
 #                                         tests and the selftests on the test kernel
 # make test-debug                         the selftests on the debug kernel
 #                                         (KASAN, lockdep, kmemleak; about 80 min)
@@ -16,7 +18,7 @@
 TOOLS := $(CURDIR)/tools
 SHELL := /bin/bash
 
-.PHONY: all modules setup run test test-debug test-all clean kernel debug-kernel
+.PHONY: all modules setup lint run test test-debug test-all clean kernel debug-kernel
 
 all: modules
 
@@ -35,6 +37,9 @@ kernel: setup
 
 debug-kernel: setup
 	$(TOOLS)/build-kernel --debug
+
+lint: setup
+	$(TOOLS)/lint
 
 run: setup
 	$(TOOLS)/run-demo

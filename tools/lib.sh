@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # Common paths for rrxe's tools. Sourced, not run.
 # Everything built or installed lives in $RRXE_CACHE, outside the repo.
 
@@ -9,6 +10,10 @@ RRXE_TOOLS=$RRXE_CACHE/tools
 : "${RUSTC:=/usr/bin/rustc}"
 : "${RUSTDOC:=/usr/bin/rustdoc}"
 : "${BINDGEN:=$RRXE_TOOLS/bin/bindgen}"
+# Debian's rustfmt and clippy match the kernel's rustc (rustfmt-web,
+# rust-web-clippy); rustup's on PATH would not.
+: "${RUSTFMT:=/usr/bin/rustfmt}"
+: "${CLIPPY_DRIVER:=/usr/bin/clippy-driver}"
 VNG=$RRXE_TOOLS/venv/bin/vng
 # vng runs virtme-run and friends from PATH. cargo (for bindgen and the
 # host crate) may live in rustup's directory without being on PATH.
@@ -17,4 +22,4 @@ if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
 	PATH=$PATH:$HOME/.cargo/bin
 fi
 KSRC=$RRXE_CACHE/src/linux-source-7.3
-export PATH RRXE_ROOT RRXE_CACHE RRXE_TOOLS LIBCLANG_PATH RUSTC RUSTDOC BINDGEN VNG KSRC
+export PATH RRXE_ROOT RRXE_CACHE RRXE_TOOLS LIBCLANG_PATH RUSTC RUSTDOC BINDGEN RUSTFMT CLIPPY_DRIVER VNG KSRC

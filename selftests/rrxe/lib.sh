@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # Shared helpers for the rrxe selftests. Sourced, not run.
 
 # KTAP output comes from the kernel's own kselftest helpers.
@@ -165,12 +166,12 @@ listening() {
 # Both must exit 0. Their output stays in $PAIR_DIR/server and $PAIR_DIR/client.
 pair() {
 	local how=$1 ns_s=$2 ns_c=$3; shift 3
-	local srv=() ps=() pc=() pid rc i
-	while [ "$1" != -- ]; do srv+=("$1"); shift; done
+	local server=() ps=() pc=() pid rc i
+	while [ "$1" != -- ]; do server+=("$1"); shift; done
 	shift
 	[ -n "$ns_s" ] && ps=(ip netns exec "$ns_s")
 	[ -n "$ns_c" ] && pc=(ip netns exec "$ns_c")
-	"${ps[@]}" timeout 120 "${srv[@]}" >"$PAIR_DIR/server" 2>&1 </dev/null &
+	"${ps[@]}" timeout 120 "${server[@]}" >"$PAIR_DIR/server" 2>&1 </dev/null &
 	pid=$!
 	echo "$pid" >>"$PAIR_DIR/pids"
 	for ((i = 0; i < 200; i++)); do
@@ -183,14 +184,14 @@ pair() {
 		tail -n 40 "$PAIR_DIR/client"
 		kill "$pid" 2>/dev/null
 		wait "$pid"
-		echo "server: ${srv[*]}"
+		echo "server: ${server[*]}"
 		tail -n 40 "$PAIR_DIR/server"
 		return 1
 	fi
 	wait "$pid"
 	rc=$?
 	if [ "$rc" -ne 0 ]; then
-		echo "server exited $rc: ${srv[*]}"
+		echo "server exited $rc: ${server[*]}"
 		tail -n 40 "$PAIR_DIR/server"
 		return 1
 	fi

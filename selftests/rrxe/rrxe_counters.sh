@@ -32,7 +32,7 @@ downed() {
 }
 check "link_downed counts two link downs" downed
 
-names=$(ls "$hw" | sort)
+names=$(find "$hw" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)
 check "the device deletes cleanly" \
 	bash -c "rdma link delete rrxek0 && ! test -e /sys/class/infiniband/rrxek0"
 
@@ -40,7 +40,7 @@ same_as_rxe() {
 	modprobe rdma_rxe || return 1
 	rdma link add rrxecmp0 type rxe netdev rrxtd1 || { modprobe -r rdma_rxe; return 1; }
 	local b
-	b=$(ls /sys/class/infiniband/rrxecmp0/ports/1/hw_counters | sort)
+	b=$(find /sys/class/infiniband/rrxecmp0/ports/1/hw_counters -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)
 	rdma link delete rrxecmp0
 	modprobe -r rdma_rxe
 	[ "$names" = "$b" ] || { diff <(echo "$names") <(echo "$b"); return 1; }

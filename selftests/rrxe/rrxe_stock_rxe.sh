@@ -17,8 +17,8 @@ if [ ! -f "$src/rdma/Makefile" ]; then
 	ktap_skip_all "stock rxe kselftests not found under $src"
 	exit "$KSFT_SKIP"
 fi
-tests=$(sed -n '/^TEST_PROGS/,/^$/p' "$src/rdma/Makefile" | tr -d '\\' | sed 's/TEST_PROGS :=//' | tr -s ' \t\n' ' ')
-set -- $tests
+read -r -a tests < <(sed -n '/^TEST_PROGS/,/^$/p' "$src/rdma/Makefile" | sed -e 's/TEST_PROGS :=//' -e 's/[\\]//g' | tr -s ' \t\n' ' ')
+set -- "${tests[@]}"
 
 ktap_print_header
 ktap_set_plan $(( 2 * $# ))
