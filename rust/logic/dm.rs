@@ -19,7 +19,7 @@ pub enum DmError {
 /// Checks a `dm_size` value: at most [`MAX_DM_SIZE`] and a multiple of the
 /// page size (the unit the memory is mapped in).
 pub fn check_dm_size(bytes: u64, page_size: u64) -> bool {
-    bytes <= MAX_DM_SIZE && page_size.is_power_of_two() && bytes % page_size == 0
+    bytes <= MAX_DM_SIZE && page_size.is_power_of_two() && bytes.is_multiple_of(page_size)
 }
 
 /// Checks an allocation of `length` bytes aligned to `1 << log_align` on a
