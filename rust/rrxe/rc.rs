@@ -42,7 +42,6 @@ use crate::logic::{
     wqe::{self, Opcode, Payload, SendWqe, WrDetail},
 };
 use crate::rrxe::{
-    cq,
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
     net::{self, RxPkt},

@@ -24,7 +24,6 @@ use crate::logic::{
     wqe::{self, Opcode, Payload, Transport, WrDetail},
 };
 use crate::rrxe::{
-    cq,
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
     net::{self, RxPkt},

@@ -27,7 +27,6 @@ use crate::logic::{
     wqe::{self, LegacyAv, Opcode, Payload, Transport, WrDetail},
 };
 use crate::rrxe::{
-    cq,
     device::{Rrxe, RrxeDev},
     mr,
     net::{self, RxPkt},
