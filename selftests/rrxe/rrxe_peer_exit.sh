@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# A process streams a 256 MiB message (UC SEND, RC WRITE, RC READ) to a QP
+# A process streams 256 MiB (one UC SEND) or 1 GiB (RC WRITEs, READs) to a QP
 # of another process on the same device, and that process is killed with
 # SIGKILL mid-stream. The killed process's context must be torn down with
 # nothing left behind and no kernel report (its rings used to outlive it in
@@ -31,8 +31,8 @@ killed() {
 }
 
 check "UC SEND of 256 MiB: the receiver killed mid-stream, 3 times" killed uc
-check "RC WRITE of 256 MiB: the target killed mid-stream, 3 times" killed rc_write
-check "RC READ of 256 MiB: the responder killed mid-stream, 3 times" killed rc_read
+check "128 RC WRITEs of 8 MiB: the target killed mid-stream, 3 times" killed rc_write
+check "128 RC READs of 8 MiB: the responder killed mid-stream, 3 times" killed rc_read
 # No user object of the test program is left (the MAD layer's own kernel
 # QPs, CQs, PD and MR stay).
 no_leftovers() {

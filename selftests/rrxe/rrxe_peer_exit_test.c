@@ -9,14 +9,15 @@
  *
  *   uc        one UC SEND of 256 MiB (32 SGEs over one 8 MiB MR, path MTU
  *             256: a million packets) into a 256 MiB receive
- *   rc_write  one RC RDMA WRITE of 256 MiB (32 SGEs) into the peer's MR
- *   rc_read   one RC RDMA READ of 256 MiB from the peer's MR (32 SGEs)
+ *   rc_write  128 RC RDMA WRITEs of 8 MiB (1 GiB) into the peer's 8 MiB MR
+ *   rc_read   128 RC RDMA READs of 8 MiB from the peer's 8 MiB MR (the peer
+ *             answers each READ in one loop that holds its QP)
  *
  * Round 0 kills nothing: it checks the data byte for byte and measures how
- * long the message takes. Each later round starts a fresh peer and kills it
- * at a fraction of that time, then checks that the kill landed while the
- * message was moving (the peer died after the post and before the
- * completion). Exits non-zero, saying why, on any failure.
+ * long the stream takes. Each later round starts a fresh peer and kills it
+ * at a fraction of that time, and counts the rounds whose SIGKILL was sent
+ * before the last completion arrived; at least one must be. Exits non-zero,
+ * saying why, on any failure.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +37,7 @@
 #define CHUNK (8u << 20)		/* the sender's MR */
 #define NSGE 32
 #define TOTAL ((uint64_t)CHUNK * NSGE)	/* 256 MiB */
+#define NWR 128				/* RC work requests of CHUNK bytes */
 #define WAIT_S 120			/* for one completion */
 
 enum mode { UC, RC_WRITE, RC_READ };
@@ -91,7 +93,7 @@ static int open_side(struct side *s, size_t len)
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	struct ibv_qp_init_attr ia = {
 		.qp_type = mode == UC ? IBV_QPT_UC : IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = NSGE, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = NWR, .max_recv_wr = 4, .max_send_sge = NSGE, .max_recv_sge = 1 },
 	};
 
 	s->ctx = rrxe_open(devname);
@@ -101,7 +103,7 @@ static int open_side(struct side *s, size_t len)
 	if (s->gid_index < 0)
 		FAIL("no IPv4 GID on %s", devname);
 	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 16, NULL, NULL, 0);
+	s->cq = ibv_create_cq(s->ctx, NWR + 16, NULL, NULL, 0);
 	if (!s->pd || !s->cq)
 		FAIL("pd/cq: %s", strerror(errno));
 	ia.send_cq = ia.recv_cq = s->cq;
@@ -197,10 +199,11 @@ static int peer(int rfd, int wfd)
 	struct info me, other;
 	char c;
 
-	if (open_side(&s, TOTAL))
+	/* A UC receive takes the whole message; RC targets one chunk. */
+	if (open_side(&s, mode == UC ? TOTAL : CHUNK))
 		return 1;
 	if (mode == RC_READ)
-		for (uint64_t i = 0; i < TOTAL; i++)
+		for (uint64_t i = 0; i < CHUNK; i++)
 			s.buf[i] = pattern(i);
 	me.qpn = s.qp->qp_num;
 	me.rkey = s.mr->rkey;
@@ -230,7 +233,7 @@ static int peer(int rfd, int wfd)
 			     (unsigned long long)wc.wr_id, wc.byte_len);
 	}
 	if (mode != RC_READ)
-		for (uint64_t i = 0; i < TOTAL; i++)
+		for (uint64_t i = 0; i < s.len; i++)
 			if (s.buf[i] != pattern(i % CHUNK))
 				FAIL("peer: byte %llu is %#x, not %#x", (unsigned long long)i, s.buf[i],
 				     pattern(i % CHUNK));
@@ -240,20 +243,71 @@ static int peer(int rfd, int wfd)
 	return 0;
 }
 
+/* When the killer sent its SIGKILL (ms, CLOCK_MONOTONIC), shared with it. */
+static volatile double *killed_at;
+
 /*
- * One round: a fresh peer, the message, and (when kill_ms >= 0) a SIGKILL
+ * Posts the stream: the UC SEND (its doorbell returns once the whole
+ * message has moved), or NWR RC work requests of one chunk each.
+ */
+static int post_stream(struct side *s, struct info *other)
+{
+	struct ibv_sge sge[NSGE];
+	struct ibv_send_wr wr[NWR], *bad;
+	int n = mode == UC ? 1 : NWR;
+
+	for (int i = 0; i < NSGE; i++)
+		sge[i] = (struct ibv_sge){ (uintptr_t)s->buf, CHUNK, s->mr->lkey };
+	memset(wr, 0, sizeof(wr));
+	for (int i = 0; i < n; i++) {
+		wr[i].wr_id = i;
+		wr[i].sg_list = sge;
+		wr[i].num_sge = mode == UC ? NSGE : 1;
+		wr[i].opcode = mode == UC ? IBV_WR_SEND : mode == RC_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+		wr[i].wr.rdma.remote_addr = other->addr;
+		wr[i].wr.rdma.rkey = other->rkey;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	/* Only the last is signaled; a failed one completes anyway. */
+	wr[n - 1].send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_send(s->qp, wr, &bad))
+		FAIL("post_send: %s", strerror(errno));
+	return n;
+}
+
+/*
+ * Waits for the stream's last completion; *first gets the first error
+ * status seen (IBV_WC_SUCCESS if none).
+ */
+static int wait_last(struct side *s, int n, enum ibv_wc_status *first)
+{
+	struct ibv_wc wc;
+
+	*first = IBV_WC_SUCCESS;
+	for (;;) {
+		if (wait_wc(s->cq, &wc))
+			return 1;
+		if (wc.status != IBV_WC_SUCCESS && *first == IBV_WC_SUCCESS)
+			*first = wc.status;
+		if (wc.wr_id == (uint64_t)n - 1)
+			return 0;
+		if (wc.wr_id >= (uint64_t)n)
+			FAIL("completion for unknown wr_id %llu", (unsigned long long)wc.wr_id);
+	}
+}
+
+/*
+ * One round: a fresh peer, the stream, and (when kill_ms >= 0) a SIGKILL
  * for the peer kill_ms after the post. Returns 0 on success and sets
- * *took (ms) and *mid (the peer died while the message moved).
+ * *took (ms) and *mid (the SIGKILL went before the last completion).
  */
 static int round_(struct side *s, double kill_ms, double *took, int *mid)
 {
-	int to_peer[2], from_peer[2], st;
+	int to_peer[2], from_peer[2], st, n;
 	struct info other, me = { .qpn = s->qp->qp_num };
-	struct ibv_sge sge[NSGE];
-	struct ibv_send_wr wr = {0}, *bad;
-	struct ibv_wc wc;
+	enum ibv_wc_status first;
 	pid_t p, killer = -1;
-	double t0;
+	double t0, t1;
 	char c;
 
 	if (pipe(to_peer) || pipe(from_peer))
@@ -272,16 +326,7 @@ static int round_(struct side *s, double kill_ms, double *took, int *mid)
 	if (connect_qp(s, other.qpn) || readall(from_peer[0], &c, 1))
 		FAIL("the peer failed to connect");
 
-	for (int i = 0; i < NSGE; i++)
-		sge[i] = (struct ibv_sge){ (uintptr_t)s->buf, CHUNK, s->mr->lkey };
-	wr.wr_id = 42;
-	wr.sg_list = sge;
-	wr.num_sge = NSGE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.opcode = mode == UC ? IBV_WR_SEND : mode == RC_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
-	wr.wr.rdma.remote_addr = other.addr;
-	wr.wr.rdma.rkey = other.rkey;
-
+	*killed_at = 0;
 	if (kill_ms >= 0) {
 		killer = fork();
 		if (killer < 0)
@@ -289,48 +334,44 @@ static int round_(struct side *s, double kill_ms, double *took, int *mid)
 		if (killer == 0) {
 			usleep((useconds_t)(kill_ms * 1e3));
 			kill(p, SIGKILL);
+			*killed_at = now_ms();
 			_exit(0);
 		}
 	}
 	t0 = now_ms();
-	/* The UC doorbell returns once the whole message has moved. */
-	if (ibv_post_send(s->qp, &wr, &bad))
-		FAIL("post_send: %s", strerror(errno));
-	if (wait_wc(s->cq, &wc))
+	n = post_stream(s, &other);
+	if (n < 0 || wait_last(s, n, &first))
 		return 1;
-	*took = now_ms() - t0;
-	/* Did the peer die before the completion? */
-	*mid = kill_ms >= 0 && waitpid(p, &st, WNOHANG) == p;
+	t1 = now_ms();
+	*took = t1 - t0;
 	if (kill_ms < 0) {
-		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 42)
-			FAIL("completion status %d (%s) wr_id %llu", wc.status, ibv_wc_status_str(wc.status),
-			     (unsigned long long)wc.wr_id);
+		if (first != IBV_WC_SUCCESS)
+			FAIL("completion status %d (%s)", first, ibv_wc_status_str(first));
 		if (mode == RC_READ)
 			for (uint64_t i = 0; i < CHUNK; i++)
-				if (s->buf[i] != pattern(TOTAL - CHUNK + i))
+				if (s->buf[i] != pattern(i))
 					FAIL("READ: byte %llu is %#x", (unsigned long long)i, s->buf[i]);
 		c = 'd';
 		if (write(to_peer[1], &c, 1) != 1 || readall(from_peer[0], &c, 1) || c != 'k')
 			FAIL("the peer found the data wrong");
 		if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st))
 			FAIL("the peer failed");
+		*mid = 0;
 	} else {
 		/*
 		 * UC completes without the peer. RC either finished before the
 		 * peer died or gives up on it: a retry error, or an access error
-		 * when its MR went first.
+		 * when its MR went first (the rest flush).
 		 */
-		if (wc.wr_id != 42 ||
-		    (wc.status != IBV_WC_SUCCESS && (mode == UC || (wc.status != IBV_WC_RETRY_EXC_ERR &&
-								   wc.status != IBV_WC_REM_ACCESS_ERR &&
-								   wc.status != IBV_WC_REM_INV_REQ_ERR))))
-			FAIL("completion status %d (%s) wr_id %llu", wc.status, ibv_wc_status_str(wc.status),
-			     (unsigned long long)wc.wr_id);
-		if (!*mid && waitpid(p, &st, 0) != p)
+		if (first != IBV_WC_SUCCESS &&
+		    (mode == UC || (first != IBV_WC_RETRY_EXC_ERR && first != IBV_WC_REM_ACCESS_ERR &&
+				    first != IBV_WC_REM_INV_REQ_ERR && first != IBV_WC_REM_OP_ERR)))
+			FAIL("completion status %d (%s)", first, ibv_wc_status_str(first));
+		if (waitpid(killer, NULL, 0) != killer || waitpid(p, &st, 0) != p)
 			FAIL("waitpid: %s", strerror(errno));
 		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
 			FAIL("the peer was not killed (status %#x)", st);
-		waitpid(killer, NULL, 0);
+		*mid = *killed_at > 0 && *killed_at < t1;
 	}
 	close(to_peer[1]);
 	close(from_peer[0]);
@@ -355,6 +396,9 @@ int main(int argc, char **argv)
 	else
 		FAIL("unknown mode %s", argv[2]);
 	rounds = atoi(argv[3]);
+	killed_at = mmap(NULL, sizeof(*killed_at), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (killed_at == MAP_FAILED)
+		FAIL("mmap: %s", strerror(errno));
 	for (int r = 0; r <= rounds; r++) {
 		/* A fresh QP each round: an RC QP that lost its peer is in ERR. */
 		if (s.ctx) {
@@ -378,7 +422,7 @@ int main(int argc, char **argv)
 		if (!r)
 			base = took;
 		landed += mid;
-		printf("round %d: kill at %.0f ms, message took %.0f ms, peer died mid-stream: %s\n", r, at, took,
+		printf("round %d: kill at %.0f ms, stream took %.0f ms, killed mid-stream: %s\n", r, at, took,
 		       r ? (mid ? "yes" : "no") : "-");
 		fflush(stdout);
 	}
