@@ -16,6 +16,13 @@
     non_upper_case_globals,
     non_snake_case,
     clippy::all,
+    // The pedantic lints the kernel enables on top of `clippy::all`, as
+    // the kernel's own bindings crate allows them for generated code.
+    clippy::as_underscore,
+    clippy::cast_lossless,
+    clippy::ptr_as_ptr,
+    clippy::ref_as_ptr,
+    clippy::undocumented_unsafe_blocks,
     unreachable_pub,
     unsafe_op_in_unsafe_fn
 )]
