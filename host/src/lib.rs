@@ -44,3 +44,5 @@ pub mod ring;
 pub mod uc;
 #[path = "../../rust/logic/wqe.rs"]
 pub mod wqe;
+#[path = "../../rust/logic/wqe_layout.rs"]
+pub mod wqe_layout;

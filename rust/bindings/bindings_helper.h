@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The kernel headers rrxe's bindings are generated from. Only declarations
- * from the RDMA headers and from helpers.h are emitted (see
+ * from the RDMA headers, helpers.h and net_glue.h are emitted (see
  * bindgen_parameters); everything else comes from the kernel crate's own
  * bindings.
  */
@@ -19,3 +19,4 @@
 #include <uapi/rdma/ib_user_verbs.h>
 
 #include "helpers.h"
+#include "net_glue.h"

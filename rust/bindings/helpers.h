@@ -84,20 +84,6 @@ bool rrxe_is_err(const void *ptr);
 long rrxe_ptr_err(const void *ptr);
 void *rrxe_err_ptr(long err);
 
-struct sk_buff;
-int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb));
-void rrxe_net_fini(void);
-int rrxe_net_get(struct net *net, u64 *ticket);
-void rrxe_net_put(u64 ticket);
-u64 rrxe_rx_dropped_count(void);
-struct workqueue_struct *rrxe_workqueue(void);
-void rrxe_flush_workqueue(void);
-struct sk_buff *rrxe_tx_skb(struct net_device *ndev, bool ipv6, const u8 *saddr,
-			    const u8 *daddr, u8 tos, unsigned int len, u8 **data);
-void rrxe_tx_ip4_ident(struct sk_buff *skb);
-int rrxe_tx_send(struct sk_buff *skb, bool ipv6);
-void rrxe_kfree_skb(struct sk_buff *skb);
-const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len);
 long rrxe_copy_from_kernel(void *dst, u64 src, size_t len);
 void rrxe_copy_to_kernel(u64 dst, const void *src, size_t len);
 

@@ -9,6 +9,8 @@
 
 #[path = "../bindings/mod.rs"]
 mod bindings;
+#[path = "../bindings/rxe_abi.rs"]
+mod rxe_abi;
 
 pub mod ah;
 pub mod attr;

@@ -101,32 +101,64 @@ pub struct Wc {
     pub qp_cookie: usize,
 }
 
+/// Byte offsets in `struct ib_uverbs_wc` (checked against the uapi header
+/// at compile time in `rust/bindings/rxe_abi.rs`).
+pub mod uverbs {
+    /// `wr_id`.
+    pub const WR_ID: usize = 0;
+    /// `status`.
+    pub const STATUS: usize = 8;
+    /// `opcode`.
+    pub const OPCODE: usize = 12;
+    /// `vendor_err`.
+    pub const VENDOR_ERR: usize = 16;
+    /// `byte_len`.
+    pub const BYTE_LEN: usize = 20;
+    /// `ex` (immediate data or invalidated rkey).
+    pub const EX: usize = 24;
+    /// `qp_num`.
+    pub const QP_NUM: usize = 28;
+    /// `src_qp`.
+    pub const SRC_QP: usize = 32;
+    /// `wc_flags`.
+    pub const WC_FLAGS: usize = 36;
+    /// `pkey_index`.
+    pub const PKEY_INDEX: usize = 40;
+    /// `slid`.
+    pub const SLID: usize = 42;
+    /// `sl`.
+    pub const SL: usize = 44;
+    /// `dlid_path_bits`.
+    pub const DLID_PATH_BITS: usize = 45;
+    /// `port_num`.
+    pub const PORT_NUM: usize = 46;
+}
+
 impl Wc {
-    /// The completion in the `ib_uverbs_wc` layout: wr_id @0, status @8,
-    /// opcode @12, vendor_err @16, byte_len @20, ex @24, qp_num @28,
-    /// src_qp @32, wc_flags @36, pkey_index @40, slid @42, sl @44,
-    /// dlid_path_bits @45, port_num @46, reserved @47.
+    /// The completion in the `ib_uverbs_wc` layout (offsets in [`uverbs`];
+    /// the reserved last byte stays 0).
     pub fn to_uverbs(&self) -> [u8; UVERBS_WC_SIZE] {
         let mut b = [0u8; UVERBS_WC_SIZE];
-        b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
+        b[uverbs::WR_ID..uverbs::WR_ID + 8].copy_from_slice(&self.wr_id.to_ne_bytes());
         let words = [
-            self.status,
-            self.opcode,
-            self.vendor_err,
-            self.byte_len,
-            self.ex,
-            self.qp_num,
-            self.src_qp,
-            self.wc_flags & flags::UVERBS,
+            (uverbs::STATUS, self.status),
+            (uverbs::OPCODE, self.opcode),
+            (uverbs::VENDOR_ERR, self.vendor_err),
+            (uverbs::BYTE_LEN, self.byte_len),
+            (uverbs::EX, self.ex),
+            (uverbs::QP_NUM, self.qp_num),
+            (uverbs::SRC_QP, self.src_qp),
+            (uverbs::WC_FLAGS, self.wc_flags & flags::UVERBS),
         ];
-        for (i, w) in words.iter().enumerate() {
-            b[8 + 4 * i..12 + 4 * i].copy_from_slice(&w.to_ne_bytes());
+        for (off, w) in words {
+            b[off..off + 4].copy_from_slice(&w.to_ne_bytes());
         }
-        b[40..42].copy_from_slice(&self.pkey_index.to_ne_bytes());
-        b[42..44].copy_from_slice(&self.slid.to_ne_bytes());
-        b[44] = self.sl;
-        b[45] = self.dlid_path_bits;
-        b[46] = self.port_num;
+        let pkey = uverbs::PKEY_INDEX;
+        b[pkey..pkey + 2].copy_from_slice(&self.pkey_index.to_ne_bytes());
+        b[uverbs::SLID..uverbs::SLID + 2].copy_from_slice(&self.slid.to_ne_bytes());
+        b[uverbs::SL] = self.sl;
+        b[uverbs::DLID_PATH_BITS] = self.dlid_path_bits;
+        b[uverbs::PORT_NUM] = self.port_num;
         b
     }
 }

@@ -22,3 +22,4 @@ pub mod rc;
 pub mod ring;
 pub mod uc;
 pub mod wqe;
+pub mod wqe_layout;

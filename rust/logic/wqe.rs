@@ -7,6 +7,8 @@
 //! lengths are summed with overflow checks; nothing is trusted that can be
 //! recomputed.
 
+use super::wqe_layout::*;
+
 /// The destination QPN of multicast datagrams.
 pub const MCAST_QPN: u32 = 0x00ff_ffff;
 
@@ -16,19 +18,6 @@ pub const SEND_HDR: usize = 208;
 pub const RECV_HDR: usize = 40;
 /// `struct rxe_sge`.
 pub const SGE: usize = 16;
-
-const WR_ID: usize = 0;
-const OPCODE: usize = 12;
-const SEND_FLAGS: usize = 16;
-const EX: usize = 20;
-const WR: usize = 24;
-/// `dma` in a send WQE.
-const SEND_DMA: usize = 184;
-/// `dma` in a receive WQE.
-const RECV_DMA: usize = 16;
-// Offsets inside `struct rxe_dma_info`.
-const DMA_LENGTH: usize = 0;
-const DMA_NUM_SGE: usize = 12;
 
 /// `IB_SEND_FENCE`.
 pub const SEND_FENCE: u32 = 1 << 0;
@@ -325,9 +314,9 @@ pub fn atomic_write_value(slot: &[u8]) -> Option<[u8; 8]> {
 pub fn sge_at(slot: &[u8], base: usize, i: u32) -> Option<Sge> {
     let off = base.checked_add((i as usize).checked_mul(SGE)?)?;
     Some(Sge {
-        addr: u64_at(slot, off)?,
-        length: u32_at(slot, off + 8)?,
-        lkey: u32_at(slot, off + 12)?,
+        addr: u64_at(slot, off + SGE_ADDR)?,
+        length: u32_at(slot, off + SGE_LENGTH)?,
+        lkey: u32_at(slot, off + SGE_LKEY)?,
     })
 }
 
@@ -364,50 +353,50 @@ pub fn parse_send(
     let ex = get32(EX)?;
     let detail = match opcode {
         Opcode::Send | Opcode::SendImm | Opcode::SendInv if t == Transport::Ud => WrDetail::Ud {
-            remote_qpn: get32(WR)? & 0x00ff_ffff,
-            remote_qkey: get32(WR + 4)?,
-            pkey_index: get32(WR + 8)? as u16,
-            ah_num: get32(WR + 12)?,
+            remote_qpn: get32(WR + WR_UD_REMOTE_QPN)? & 0x00ff_ffff,
+            remote_qkey: get32(WR + WR_UD_REMOTE_QKEY)?,
+            pkey_index: get32(WR + WR_UD_PKEY_INDEX)? as u16,
+            ah_num: get32(WR + WR_UD_AH_NUM)?,
         },
         Opcode::Send | Opcode::SendImm => WrDetail::None,
         Opcode::SendInv => WrDetail::Inv { rkey: ex },
         Opcode::RdmaWrite | Opcode::RdmaWriteImm | Opcode::RdmaRead => WrDetail::Rdma {
-            remote_addr: get64(WR)?,
-            rkey: get32(WR + 8)?,
+            remote_addr: get64(WR + WR_REMOTE_ADDR)?,
+            rkey: get32(WR + WR_RDMA_RKEY)?,
         },
         Opcode::Flush => {
-            let sel = get32(WR + 16)?;
+            let sel = get32(WR + WR_FLUSH_TYPE)?;
             WrDetail::Flush {
-                remote_addr: get64(WR)?,
-                length: get32(WR + 8)?,
-                rkey: get32(WR + 12)?,
+                remote_addr: get64(WR + WR_REMOTE_ADDR)?,
+                length: get32(WR + WR_FLUSH_LENGTH)?,
+                rkey: get32(WR + WR_FLUSH_RKEY)?,
                 ty: sel as u8,
                 level: (sel >> 8) as u8,
             }
         }
         Opcode::CmpSwap | Opcode::FetchAdd => WrDetail::Atomic {
-            remote_addr: get64(WR)?,
-            compare_add: get64(WR + 8)?,
-            swap: get64(WR + 16)?,
-            rkey: get32(WR + 24)?,
+            remote_addr: get64(WR + WR_REMOTE_ADDR)?,
+            compare_add: get64(WR + WR_ATOMIC_COMPARE_ADD)?,
+            swap: get64(WR + WR_ATOMIC_SWAP)?,
+            rkey: get32(WR + WR_ATOMIC_RKEY)?,
         },
         Opcode::AtomicWrite => WrDetail::Rdma {
-            remote_addr: get64(WR)?,
-            rkey: get32(WR + 8)?,
+            remote_addr: get64(WR + WR_REMOTE_ADDR)?,
+            rkey: get32(WR + WR_RDMA_RKEY)?,
         },
         Opcode::LocalInv => WrDetail::Inv { rkey: ex },
         Opcode::RegMr => WrDetail::Reg {
-            mr_key: get32(WR)?,
-            key: get32(WR + 4)?,
-            access: get32(WR + 8)?,
+            mr_key: get32(WR + WR_REG_MR_KEY)?,
+            key: get32(WR + WR_REG_KEY)?,
+            access: get32(WR + WR_REG_ACCESS)?,
         },
         Opcode::BindMw => WrDetail::Mw {
-            addr: get64(WR)?,
-            length: get64(WR + 8)?,
-            mr_lkey: get32(WR + 16)?,
-            mw_rkey: get32(WR + 20)?,
-            rkey: get32(WR + 24)?,
-            access: get32(WR + 28)?,
+            addr: get64(WR + WR_MW_ADDR)?,
+            length: get64(WR + WR_MW_LENGTH)?,
+            mr_lkey: get32(WR + WR_MW_MR_LKEY)?,
+            mw_rkey: get32(WR + WR_MW_MW_RKEY)?,
+            rkey: get32(WR + WR_MW_RKEY)?,
+            access: get32(WR + WR_MW_ACCESS)?,
         },
     };
     let payload = if !opcode.has_payload() {
@@ -484,16 +473,17 @@ pub struct LegacyAv {
 }
 
 /// Offset of `wr.ud.av` in a send WQE.
-const UD_AV: usize = WR + 32;
+const UD_AV: usize = WR + WR_UD_AV;
 
 /// Writes a GID as a `sockaddr_in` (IPv4-mapped) or `sockaddr_in6`.
 fn put_sockaddr(b: &mut [u8], off: usize, gid: &[u8; 16], v6: bool) {
+    let fam = off + SA_FAMILY;
     if v6 {
-        b[off..off + 2].copy_from_slice(&10u16.to_ne_bytes());
-        b[off + 8..off + 24].copy_from_slice(gid);
+        b[fam..fam + 2].copy_from_slice(&AF_INET6.to_ne_bytes());
+        b[off + SIN6_ADDR..off + SIN6_ADDR + 16].copy_from_slice(gid);
     } else {
-        b[off..off + 2].copy_from_slice(&2u16.to_ne_bytes());
-        b[off + 4..off + 8].copy_from_slice(&gid[12..]);
+        b[fam..fam + 2].copy_from_slice(&AF_INET.to_ne_bytes());
+        b[off + SIN_ADDR..off + SIN_ADDR + 4].copy_from_slice(&gid[12..]);
     }
 }
 
@@ -501,32 +491,37 @@ fn put_sockaddr(b: &mut [u8], off: usize, gid: &[u8; 16], v6: bool) {
 /// kernel work requests, whose AHs have no number: the inverse of
 /// [`legacy_av`]. IPv4 when both GIDs are IPv4-mapped.
 pub fn encode_legacy_av(slot: &mut [u8], av: &LegacyAv) -> Option<()> {
-    let b = slot.get_mut(UD_AV..UD_AV + 88)?;
+    let b = slot.get_mut(UD_AV..UD_AV + AV_SIZE)?;
     let v4 = |g: &[u8; 16]| g[..10] == [0; 10] && g[10..12] == [0xff, 0xff];
     let v6 = !(v4(&av.sgid) && v4(&av.dgid));
     b.fill(0);
-    b[0] = 1;
-    b[1] = if v6 { 2 } else { 1 };
-    b[8..24].copy_from_slice(&av.dgid);
-    b[24..28].copy_from_slice(&av.flow_label.to_ne_bytes());
-    b[29] = av.hop_limit;
-    b[30] = av.traffic_class;
-    put_sockaddr(b, 32, &av.sgid, v6);
-    put_sockaddr(b, 60, &av.dgid, v6);
+    b[AV_PORT_NUM] = 1;
+    b[AV_NETWORK_TYPE] = if v6 {
+        NETWORK_TYPE_IPV6
+    } else {
+        NETWORK_TYPE_IPV4
+    };
+    b[AV_DGID..AV_DGID + 16].copy_from_slice(&av.dgid);
+    b[AV_FLOW_LABEL..AV_FLOW_LABEL + 4].copy_from_slice(&av.flow_label.to_ne_bytes());
+    b[AV_HOP_LIMIT] = av.hop_limit;
+    b[AV_TRAFFIC_CLASS] = av.traffic_class;
+    put_sockaddr(b, AV_SGID_ADDR, &av.sgid, v6);
+    put_sockaddr(b, AV_DGID_ADDR, &av.dgid, v6);
     Some(())
 }
 
 /// Reads a `sockaddr_in` or `sockaddr_in6` as a GID.
 fn sockaddr_gid(b: &[u8], off: usize, v6: bool) -> Option<[u8; 16]> {
-    let family = u16::from_ne_bytes([*b.get(off)?, *b.get(off + 1)?]);
+    let fam = off + SA_FAMILY;
+    let family = u16::from_ne_bytes([*b.get(fam)?, *b.get(fam + 1)?]);
     let mut g = [0u8; 16];
     match (family, v6) {
-        (2, false) => {
+        (AF_INET, false) => {
             g[10] = 0xff;
             g[11] = 0xff;
-            g[12..].copy_from_slice(b.get(off + 4..off + 8)?);
+            g[12..].copy_from_slice(b.get(off + SIN_ADDR..off + SIN_ADDR + 4)?);
         }
-        (10, true) => g.copy_from_slice(b.get(off + 8..off + 24)?),
+        (AF_INET6, true) => g.copy_from_slice(b.get(off + SIN6_ADDR..off + SIN6_ADDR + 16)?),
         _ => return None,
     }
     Some(g)
@@ -535,18 +530,19 @@ fn sockaddr_gid(b: &[u8], off: usize, v6: bool) -> Option<[u8; 16]> {
 /// The embedded address vector of a UD WQE: its network type must be
 /// IPv4 (1) or IPv6 (2) and both socket addresses of that family.
 pub fn legacy_av(slot: &[u8]) -> Option<LegacyAv> {
-    let av = slot.get(UD_AV..UD_AV + 88)?;
-    let v6 = match av[1] {
-        1 => false,
-        2 => true,
+    let av = slot.get(UD_AV..UD_AV + AV_SIZE)?;
+    let v6 = match av[AV_NETWORK_TYPE] {
+        NETWORK_TYPE_IPV4 => false,
+        NETWORK_TYPE_IPV6 => true,
         _ => return None,
     };
+    let fl = AV_FLOW_LABEL;
     Some(LegacyAv {
-        sgid: sockaddr_gid(av, 32, v6)?,
-        dgid: sockaddr_gid(av, 60, v6)?,
-        flow_label: u32::from_ne_bytes([av[24], av[25], av[26], av[27]]) & 0xf_ffff,
-        hop_limit: av[29],
-        traffic_class: av[30],
+        sgid: sockaddr_gid(av, AV_SGID_ADDR, v6)?,
+        dgid: sockaddr_gid(av, AV_DGID_ADDR, v6)?,
+        flow_label: u32::from_ne_bytes([av[fl], av[fl + 1], av[fl + 2], av[fl + 3]]) & 0xf_ffff,
+        hop_limit: av[AV_HOP_LIMIT],
+        traffic_class: av[AV_TRAFFIC_CLASS],
     })
 }
 
@@ -574,7 +570,8 @@ pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = S
     }
     slot.fill(0);
     let put32 = |b: &mut [u8], o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_ne_bytes());
-    slot[WR_ID..WR_ID + 8].copy_from_slice(&f.wr_id.to_ne_bytes());
+    let put64 = |b: &mut [u8], o: usize, v: u64| b[o..o + 8].copy_from_slice(&v.to_ne_bytes());
+    put64(slot, WR_ID, f.wr_id);
     put32(slot, OPCODE, f.opcode);
     put32(slot, SEND_FLAGS, f.send_flags);
     put32(slot, EX, f.ex);
@@ -585,23 +582,23 @@ pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = S
             pkey_index,
             ah_num,
         } => {
-            put32(slot, WR, remote_qpn);
-            put32(slot, WR + 4, remote_qkey);
-            put32(slot, WR + 8, u32::from(pkey_index));
-            put32(slot, WR + 12, ah_num);
+            put32(slot, WR + WR_UD_REMOTE_QPN, remote_qpn);
+            put32(slot, WR + WR_UD_REMOTE_QKEY, remote_qkey);
+            put32(slot, WR + WR_UD_PKEY_INDEX, u32::from(pkey_index));
+            put32(slot, WR + WR_UD_AH_NUM, ah_num);
         }
         WrDetail::Rdma { remote_addr, rkey } => {
-            slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());
-            put32(slot, WR + 8, rkey);
+            put64(slot, WR + WR_REMOTE_ADDR, remote_addr);
+            put32(slot, WR + WR_RDMA_RKEY, rkey);
         }
         WrDetail::Reg {
             mr_key,
             key,
             access,
         } => {
-            put32(slot, WR, mr_key);
-            put32(slot, WR + 4, key);
-            put32(slot, WR + 8, access);
+            put32(slot, WR + WR_REG_MR_KEY, mr_key);
+            put32(slot, WR + WR_REG_KEY, key);
+            put32(slot, WR + WR_REG_ACCESS, access);
         }
         WrDetail::Atomic {
             remote_addr,
@@ -609,10 +606,10 @@ pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = S
             swap,
             rkey,
         } => {
-            slot[WR..WR + 8].copy_from_slice(&remote_addr.to_ne_bytes());
-            slot[WR + 8..WR + 16].copy_from_slice(&compare_add.to_ne_bytes());
-            slot[WR + 16..WR + 24].copy_from_slice(&swap.to_ne_bytes());
-            put32(slot, WR + 24, rkey);
+            put64(slot, WR + WR_REMOTE_ADDR, remote_addr);
+            put64(slot, WR + WR_ATOMIC_COMPARE_ADD, compare_add);
+            put64(slot, WR + WR_ATOMIC_SWAP, swap);
+            put32(slot, WR + WR_ATOMIC_RKEY, rkey);
         }
         _ => {}
     }
@@ -642,9 +639,9 @@ fn put_sges(slot: &mut [u8], base: usize, sges: impl Iterator<Item = Sge>) -> Op
     for s in sges {
         let o = base + n as usize * SGE;
         let b = slot.get_mut(o..o + SGE)?;
-        b[0..8].copy_from_slice(&s.addr.to_ne_bytes());
-        b[8..12].copy_from_slice(&s.length.to_ne_bytes());
-        b[12..16].copy_from_slice(&s.lkey.to_ne_bytes());
+        b[SGE_ADDR..SGE_ADDR + 8].copy_from_slice(&s.addr.to_ne_bytes());
+        b[SGE_LENGTH..SGE_LENGTH + 4].copy_from_slice(&s.length.to_ne_bytes());
+        b[SGE_LKEY..SGE_LKEY + 4].copy_from_slice(&s.lkey.to_ne_bytes());
         len = len.wrapping_add(s.length);
         n += 1;
     }

@@ -50,11 +50,12 @@ impl Drop for RrxeAh {
     }
 }
 
+/// The create response of the rxe ABI: the AH's number.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct CreateAhResp {
-    ah_num: u32,
-    reserved: u32,
+pub(crate) struct CreateAhResp {
+    pub(crate) ah_num: u32,
+    pub(crate) reserved: u32,
 }
 
 // SAFETY: Two `u32`s, no padding.

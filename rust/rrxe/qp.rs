@@ -49,12 +49,13 @@ use kernel::{
 /// The create response of the rxe ABI: the RQ's and the SQ's mmap info.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-struct CreateQpResp {
-    rq_mi: MmapInfo,
-    sq_mi: MmapInfo,
+pub(crate) struct CreateQpResp {
+    pub(crate) rq_mi: MmapInfo,
+    pub(crate) sq_mi: MmapInfo,
 }
 
-// SAFETY: Two padding-free structs of integers.
+// SAFETY: Two padding-free structs of integers (its size is checked against
+// `struct rxe_create_qp_resp` in `rust/bindings/rxe_abi.rs`).
 unsafe impl AsBytes for CreateQpResp {}
 
 /// A QP's mutable state.

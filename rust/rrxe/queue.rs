@@ -25,7 +25,8 @@ pub struct MmapInfo {
     pub pad: u32,
 }
 
-// SAFETY: Plain integers, no padding (8 + 4 + 4 bytes).
+// SAFETY: Plain integers, no padding (8 + 4 + 4 bytes; the size is checked
+// against `struct mminfo` in `rust/bindings/rxe_abi.rs`).
 unsafe impl AsBytes for MmapInfo {}
 
 /// Which side of a ring the kernel is.

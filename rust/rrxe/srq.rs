@@ -34,20 +34,21 @@ const MAX_SRQ_RING_BYTES: usize =
 /// The create response of the rxe ABI.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-struct CreateSrqResp {
-    mi: MmapInfo,
-    srq_num: u32,
-    reserved: u32,
+pub(crate) struct CreateSrqResp {
+    pub(crate) mi: MmapInfo,
+    pub(crate) srq_num: u32,
+    pub(crate) reserved: u32,
 }
 
-// SAFETY: Integers without padding (16 + 4 + 4 bytes).
+// SAFETY: Integers without padding (16 + 4 + 4 bytes; the size is checked
+// against `struct rxe_create_srq_resp` in `rust/bindings/rxe_abi.rs`).
 unsafe impl AsBytes for CreateSrqResp {}
 
 /// The modify command's driver data: where to write the new mmap info.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-struct ModifySrqCmd {
-    mmap_info_addr: u64,
+pub(crate) struct ModifySrqCmd {
+    pub(crate) mmap_info_addr: u64,
 }
 
 // SAFETY: Any bit pattern is a valid `u64`.

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RoCEv2 sockets and packets: the C side of rrxe's network layer (Rust:
+ * rust/ib/net.rs), kept apart from the one-line wrappers of helpers.c.
+ *
+ * The UDP port 4791 tunnel sockets of a network namespace are shared by the
+ * rrxe devices in it: the first device opens them, the last one closes
+ * them, and a namespace going away closes them too (a device is freed later
+ * than its namespace can be). Devices hold a ticket (a number never
+ * reused), not a pointer to the namespace.
+ *
+ * Packets arrive in softirq: the encap callback resolves the RXE-driver
+ * device of the ingress netdev (taking a reference), queues the skb and
+ * kicks one work item, which hands each packet to the Rust receive path in
+ * process context. The same workqueue runs the QPs' send tasks.
+ *
+ * Packets leave through rrxe_tx_skb (route and skb) and rrxe_tx_send.
+ */
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/mutex.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include <net/udp_tunnel.h>
+#include <net/ip.h>
+#include <net/route.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/net_namespace.h>
+
+#include "net_glue.h"
+
+#define RRXE_PORT 4791
+#define RRXE_RXQ_MAX 8192
+
+struct rrxe_socks {
+	struct list_head list;
+	struct net *net;
+	u64 ticket;
+	unsigned int refs;
+	struct sock *sk4, *sk6;
+};
+
+static LIST_HEAD(rrxe_socks_list);
+static DEFINE_MUTEX(rrxe_socks_lock);
+static u64 rrxe_next_ticket = 1;
+
+struct rrxe_skb_cb {
+	struct ib_device *ibdev;
+};
+
+static struct sk_buff_head rrxe_rxq;
+static void (*rrxe_rx_handler)(struct ib_device *ibdev, struct sk_buff *skb);
+static void rrxe_rx_work_fn(struct work_struct *work);
+static DECLARE_WORK(rrxe_rx_work, rrxe_rx_work_fn);
+static atomic64_t rrxe_rx_dropped = ATOMIC64_INIT(0);
+/* Runs the receive work and the QPs' send tasks; drained at module exit. */
+static struct workqueue_struct *rrxe_wq;
+
+struct workqueue_struct *rrxe_workqueue(void) { return rrxe_wq; }
+
+void rrxe_flush_workqueue(void) { flush_workqueue(rrxe_wq); }
+
+static struct rrxe_skb_cb *rrxe_cb(struct sk_buff *skb)
+{
+	BUILD_BUG_ON(sizeof(struct rrxe_skb_cb) > sizeof(skb->cb));
+	return (struct rrxe_skb_cb *)skb->cb;
+}
+
+static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	struct ib_device *ibdev = skb->dev ? ib_device_get_by_netdev(skb->dev, RDMA_DRIVER_RXE) : NULL;
+
+	if (!ibdev || skb_queue_len(&rrxe_rxq) >= RRXE_RXQ_MAX) {
+		if (ibdev)
+			ib_device_put(ibdev);
+		atomic64_inc(&rrxe_rx_dropped);
+		kfree_skb(skb);
+		return 0;
+	}
+	rrxe_cb(skb)->ibdev = ibdev;
+	skb_queue_tail(&rrxe_rxq, skb);
+	queue_work(rrxe_wq, &rrxe_rx_work);
+	return 0;
+}
+
+static void rrxe_rx_work_fn(struct work_struct *work)
+{
+	struct sk_buff *skb;
+	unsigned int n = 0;
+
+	while ((skb = skb_dequeue(&rrxe_rxq))) {
+		struct ib_device *ibdev = rrxe_cb(skb)->ibdev;
+
+		if (!skb_linearize(skb))
+			rrxe_rx_handler(ibdev, skb);
+		ib_device_put(ibdev);
+		consume_skb(skb);
+		if (++n % 64 == 0)
+			cond_resched();
+	}
+}
+
+u64 rrxe_rx_dropped_count(void) { return atomic64_read(&rrxe_rx_dropped); }
+
+static struct sock *rrxe_open_sock(struct net *net, bool ipv6)
+{
+	struct udp_port_cfg cfg = { .local_udp_port = htons(RRXE_PORT) };
+	struct udp_tunnel_sock_cfg tcfg = { .encap_type = 1, .encap_rcv = rrxe_encap_rcv };
+	struct socket *sock;
+	int err;
+
+	if (ipv6) {
+		cfg.family = AF_INET6;
+		cfg.ipv6_v6only = 1;
+	} else {
+		cfg.family = AF_INET;
+	}
+	err = udp_sock_create(net, &cfg, &sock);
+	if (err)
+		return ERR_PTR(err);
+	setup_udp_tunnel_sock(net, sock->sk, &tcfg);
+	return sock->sk;
+}
+
+static void rrxe_close_socks(struct rrxe_socks *s)
+{
+	if (s->sk6)
+		udp_tunnel_sock_release(s->sk6);
+	if (s->sk4)
+		udp_tunnel_sock_release(s->sk4);
+	list_del(&s->list);
+	kfree(s);
+}
+
+/* Takes a reference on @net's sockets, opening them if needed. */
+int rrxe_net_get(struct net *net, u64 *ticket)
+{
+	struct rrxe_socks *s;
+	struct sock *sk;
+	int err = 0;
+
+	mutex_lock(&rrxe_socks_lock);
+	list_for_each_entry(s, &rrxe_socks_list, list) {
+		if (s->net == net) {
+			s->refs++;
+			*ticket = s->ticket;
+			goto out;
+		}
+	}
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s) {
+		err = -ENOMEM;
+		goto out;
+	}
+	s->net = net;
+	s->refs = 1;
+	s->ticket = rrxe_next_ticket++;
+	INIT_LIST_HEAD(&s->list);
+	list_add(&s->list, &rrxe_socks_list);
+	sk = rrxe_open_sock(net, false);
+	if (IS_ERR(sk)) {
+		err = PTR_ERR(sk);
+		pr_err_ratelimited("rrxe: cannot bind UDP port %d: %d\n", RRXE_PORT, err);
+		rrxe_close_socks(s);
+		goto out;
+	}
+	s->sk4 = sk;
+	if (IS_ENABLED(CONFIG_IPV6) && ipv6_mod_enabled()) {
+		sk = rrxe_open_sock(net, true);
+		if (IS_ERR(sk)) {
+			err = PTR_ERR(sk);
+			pr_err_ratelimited("rrxe: cannot bind UDP port %d over IPv6: %d\n", RRXE_PORT, err);
+			rrxe_close_socks(s);
+			goto out;
+		}
+		s->sk6 = sk;
+	}
+	*ticket = s->ticket;
+out:
+	mutex_unlock(&rrxe_socks_lock);
+	return err;
+}
+
+/* Drops a reference taken by rrxe_net_get (a no-op once the namespace is gone). */
+void rrxe_net_put(u64 ticket)
+{
+	struct rrxe_socks *s;
+
+	mutex_lock(&rrxe_socks_lock);
+	list_for_each_entry(s, &rrxe_socks_list, list) {
+		if (s->ticket == ticket) {
+			if (--s->refs == 0)
+				rrxe_close_socks(s);
+			break;
+		}
+	}
+	mutex_unlock(&rrxe_socks_lock);
+}
+
+static void __net_exit rrxe_net_exit(struct net *net)
+{
+	struct rrxe_socks *s, *tmp;
+
+	mutex_lock(&rrxe_socks_lock);
+	list_for_each_entry_safe(s, tmp, &rrxe_socks_list, list)
+		if (s->net == net)
+			rrxe_close_socks(s);
+	mutex_unlock(&rrxe_socks_lock);
+}
+
+static struct pernet_operations rrxe_net_ops = {
+	.exit = rrxe_net_exit,
+};
+
+int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb))
+{
+	int err;
+
+	skb_queue_head_init(&rrxe_rxq);
+	rrxe_rx_handler = handler;
+	rrxe_wq = alloc_workqueue("rrxe", WQ_UNBOUND, 0);
+	if (!rrxe_wq)
+		return -ENOMEM;
+	err = register_pernet_subsys(&rrxe_net_ops);
+	if (err)
+		destroy_workqueue(rrxe_wq);
+	return err;
+}
+
+void rrxe_net_fini(void)
+{
+	struct sk_buff *skb;
+
+	unregister_pernet_subsys(&rrxe_net_ops);
+	synchronize_net();
+	cancel_work_sync(&rrxe_rx_work);
+	while ((skb = skb_dequeue(&rrxe_rxq))) {
+		ib_device_put(rrxe_cb(skb)->ibdev);
+		kfree_skb(skb);
+	}
+	destroy_workqueue(rrxe_wq);
+}
+
+/*
+ * An skb for one IP packet of @len bytes leaving through @ndev's namespace
+ * towards @daddr, routed with @saddr as source: the route is attached, and
+ * *data points at the (uninitialised) network header the caller fills.
+ */
+struct sk_buff *rrxe_tx_skb(struct net_device *ndev, bool ipv6, const u8 *saddr,
+			    const u8 *daddr, u8 tos, unsigned int len, u8 **data)
+{
+	struct net *net = dev_net(ndev);
+	struct dst_entry *dst;
+	struct sk_buff *skb;
+
+	if (!ipv6) {
+		struct flowi4 fl = {
+			.flowi4_oif = ndev->ifindex,
+			.flowi4_proto = IPPROTO_UDP,
+			.flowi4_dscp = inet_dsfield_to_dscp(tos),
+		};
+		struct rtable *rt;
+
+		memcpy(&fl.saddr, saddr, 4);
+		memcpy(&fl.daddr, daddr, 4);
+		rt = ip_route_output_key(net, &fl);
+		if (IS_ERR(rt))
+			return ERR_CAST(rt);
+		dst = &rt->dst;
+	} else {
+#if IS_ENABLED(CONFIG_IPV6)
+		struct flowi6 fl = {
+			.flowi6_oif = ndev->ifindex,
+			.flowi6_proto = IPPROTO_UDP,
+		};
+
+		memcpy(&fl.saddr, saddr, 16);
+		memcpy(&fl.daddr, daddr, 16);
+		dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
+		if (IS_ERR(dst))
+			return ERR_CAST(dst);
+		if (dst->error) {
+			int err = dst->error;
+
+			dst_release(dst);
+			return ERR_PTR(err);
+		}
+#else
+		return ERR_PTR(-EAFNOSUPPORT);
+#endif
+	}
+	skb = alloc_skb(len + LL_RESERVED_SPACE(dst->dev) + dst->dev->needed_tailroom, GFP_KERNEL);
+	if (!skb) {
+		dst_release(dst);
+		return ERR_PTR(-ENOMEM);
+	}
+	skb_reserve(skb, LL_RESERVED_SPACE(dst->dev));
+	skb_dst_set(skb, dst);
+	skb->dev = dst->dev;
+	skb->protocol = ipv6 ? htons(ETH_P_IPV6) : htons(ETH_P_IP);
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
+	*data = skb_put(skb, len);
+	return skb;
+}
+
+/* Gives an IPv4 packet built by rrxe_tx_skb the stack's identification. */
+void rrxe_tx_ip4_ident(struct sk_buff *skb)
+{
+	__ip_select_ident(dev_net(skb_dst(skb)->dev), ip_hdr(skb), 1);
+}
+
+/* Sends a packet built by rrxe_tx_skb (consumes it). */
+int rrxe_tx_send(struct sk_buff *skb, bool ipv6)
+{
+	struct net *net = dev_net(skb_dst(skb)->dev);
+	int err;
+
+	memset(IPCB(skb), 0, sizeof(struct inet_skb_parm));
+	if (ipv6) {
+#if IS_ENABLED(CONFIG_IPV6)
+		err = ip6_local_out(net, NULL, skb);
+#else
+		kfree_skb(skb);
+		err = -EAFNOSUPPORT;
+#endif
+	} else {
+		err = ip_local_out(net, NULL, skb);
+	}
+	return net_xmit_eval(err);
+}
+
+void rrxe_kfree_skb(struct sk_buff *skb) { kfree_skb(skb); }
+
+/* The received packet from its network header to its end (linear). */
+const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len)
+{
+	*len = skb_tail_pointer(skb) - skb_network_header(skb);
+	return skb_network_header(skb);
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * RoCEv2 sockets and packets (net_glue.c): the per-namespace UDP tunnel
+ * sockets, the receive queue and workqueue, and skb transmission.
+ */
+#ifndef RRXE_NET_GLUE_H
+#define RRXE_NET_GLUE_H
+
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+
+int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb));
+void rrxe_net_fini(void);
+int rrxe_net_get(struct net *net, u64 *ticket);
+void rrxe_net_put(u64 ticket);
+u64 rrxe_rx_dropped_count(void);
+struct workqueue_struct *rrxe_workqueue(void);
+void rrxe_flush_workqueue(void);
+struct sk_buff *rrxe_tx_skb(struct net_device *ndev, bool ipv6, const u8 *saddr,
+			    const u8 *daddr, u8 tos, unsigned int len, u8 **data);
+void rrxe_tx_ip4_ident(struct sk_buff *skb);
+int rrxe_tx_send(struct sk_buff *skb, bool ipv6);
+void rrxe_kfree_skb(struct sk_buff *skb);
+const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len);
+
+#endif
