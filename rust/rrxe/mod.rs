@@ -14,6 +14,8 @@ pub mod pool;
 pub mod qp;
 pub mod queue;
 pub mod rc;
+pub mod sge;
+pub mod sq;
 pub mod srq;
 pub mod uc;
 pub mod ud;

@@ -35,20 +35,19 @@ use crate::logic::{
     access,
     cqe::{flags, status, Wc},
     hdr::{self, Aeth, AtmEth, Bth, Reth},
-    mtu::IbMtu,
+    mtu::mtu_bytes,
     qp::{QpAttrs, QpState},
     rc::{self, op, Nak, PsnCheck, Req, Syndrome},
     uc::{packets, psn_add, Pos},
     wqe::{self, Opcode, Payload, SendWqe, WrDetail},
 };
 use crate::rrxe::{
-    cq,
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
     net::{self, RxPkt},
     qp::{self as qpm, QpInner, QpShared},
-    uc::{scatter_at, scatter_sges, Gather},
-    ud::take_send,
+    sge::{scatter_at, scatter_sges, Gather},
+    sq::take_send,
 };
 use kernel::{
     prelude::*,
@@ -428,10 +427,6 @@ impl RcState {
 /// wire carry up to 64 KiB each (a lever DESIGN.md names: fewer, larger
 /// steps for the same message; PSNs count these segments).
 pub const LOCAL_SEG: usize = 64 * 1024;
-
-fn mtu_bytes(raw: u32) -> usize {
-    IbMtu::from_raw(raw).map_or(256, |m| m.bytes() as usize)
-}
 
 /// Puts the QP in ERR from inside the transport, flushing both queues.
 fn to_err(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {

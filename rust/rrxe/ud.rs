@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The user doorbell, and UD: sending, local delivery, receiving.
+//! The unreliable datagram transport: sending, local delivery, receiving.
 //!
-//! The user doorbell (`post_send` without work requests) takes the send
-//! queue's WQEs one by one, under the QP's send lock: each is copied out of
-//! the ring and validated (`logic::wqe`); UC WQEs go to `uc`. A UD WQE's
+//! The doorbell (`sq`) hands this file each UD WQE it took. A UD WQE's
 //! address (its AH, checked against the QP's PD, or the address vector
 //! embedded by older providers) and memory keys are checked, and its
 //! payload is gathered. A datagram whose destination GID belongs to this
@@ -15,27 +13,25 @@
 //! scattered into it, and a receive completion. Anything that cannot be
 //! delivered is dropped, as UD allows.
 
-use crate::ib::{device::Device, object::Qp, qp::QpType, stats::Counter};
+use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
-    access,
     cqe::{flags, net_type, status, Wc},
     hdr::{self, Bth, Deth},
     mcast,
-    mtu::IbMtu,
+    mtu::mtu_bytes,
     pkt::{self, IpOut},
     qp::QpState,
     wqe::{self, LegacyAv, Opcode, Payload, Transport, WrDetail},
 };
 use crate::rrxe::{
-    cq,
     device::{Rrxe, RrxeDev},
-    mr,
     net::{self, RxPkt},
     qp::QpShared,
-    uc,
+    sge::{scatter_at, Gather},
+    sq::take_send,
 };
 use core::sync::atomic::Ordering;
-use kernel::{prelude::*, sync::Arc};
+use kernel::prelude::*;
 
 /// Size of the GRH at the start of every UD receive buffer.
 const GRH: usize = 40;
@@ -56,98 +52,8 @@ struct Datagram<'a> {
     payload: &'a [u8],
 }
 
-/// The user doorbell: processes the send queue up to the producer index.
-/// `EINVAL` below RTS (as rxe); in ERR, posted WQEs are flushed.
-pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
-    process_sq(q.device(), &q.data().shared)
-}
-
-/// Works through a QP's send queue (the user doorbell, and the QP's send
-/// task). RC QPs have their own engine (`rc`).
-pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
-    {
-        let mut g = s.inner.lock();
-        match g.attrs.state {
-            QpState::Rts => {}
-            QpState::Err => {
-                crate::rrxe::qp::flush(s, &mut g);
-                return Ok(());
-            }
-            _ => return Err(EINVAL),
-        }
-    }
-    let ty = s.ty;
-    if ty == QpType::Rc {
-        return crate::rrxe::rc::run(dev, s);
-    }
-    // One doorbell at a time works through a QP's send queue.
-    let _serial = s.send_lock.lock();
-    if s.is_dead() {
-        return Ok(());
-    }
-    let size = s.inner.lock().sq.geometry().elem_size();
-    let mut slot = KVec::new();
-    slot.resize(size, 0u8, GFP_KERNEL)?;
-    loop {
-        let (attrs, signaled) = {
-            let mut g = s.inner.lock();
-            if g.attrs.state != QpState::Rts || !g.sq.pop(&mut slot) {
-                break;
-            }
-            (g.attrs, s.sig_all)
-        };
-        let (wc, sig) = if ty != QpType::Uc {
-            send_one(dev, s, &slot, attrs.qkey)
-        } else {
-            uc::send_one(dev, s, &slot, &attrs)
-        };
-        if sig || signaled || wc.status != status::SUCCESS {
-            let _ = s.send_wc(&wc);
-        }
-        if wc.status != status::SUCCESS {
-            // A failed WQE puts the QP in the error state and flushes the
-            // rest, as rxe does.
-            let mut g = s.inner.lock();
-            g.attrs.state = QpState::Err;
-            crate::rrxe::qp::flush(s, &mut g);
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Validates a send WQE copied out of `s`'s send queue: the WQE with its
-/// completion so far (id, QP, opcode), or the error completion to post.
-pub(crate) fn take_send(s: &QpShared, slot: &[u8], t: Transport) -> Result<(wqe::SendWqe, Wc), Wc> {
-    let mut wc = Wc {
-        wr_id: wqe::wr_id(slot).unwrap_or(0),
-        qp_num: s.qpn,
-        qp_cookie: s.handle,
-        ..Default::default()
-    };
-    match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
-        // Fast registration is for kernel consumers only.
-        Ok(w) if w.opcode == wqe::Opcode::RegMr && !s.kernel => Err(Wc {
-            status: status::LOC_QP_OP_ERR,
-            ..wc
-        }),
-        Ok(w) => {
-            wc.opcode = w.opcode.wc_opcode();
-            Ok((w, wc))
-        }
-        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => Err(Wc {
-            status: status::LOC_LEN_ERR,
-            ..wc
-        }),
-        Err(_) => Err(Wc {
-            status: status::LOC_QP_OP_ERR,
-            ..wc
-        }),
-    }
-}
-
-/// Sends one WQE; returns its completion and whether it asked for one.
-fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
+/// Sends one UD WQE; returns its completion and whether it asked for one.
+pub(crate) fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
     let d = dev.data();
     let (w, mut wc) = match take_send(s, slot, Transport::Ud) {
         Ok(x) => x,
@@ -190,7 +96,7 @@ fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc
             }
         }
     };
-    let mtu = IbMtu::from_raw(d.active_mtu()).map_or(256, |m| m.bytes()) as u64;
+    let mtu = mtu_bytes(d.active_mtu()) as u64;
     let len = match w.payload {
         Payload::Inline { len } => u64::from(len),
         Payload::Sges { length, .. } => length,
@@ -204,7 +110,10 @@ fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     }
-    if gather(d, s, slot, w.payload, &mut buf).is_err() {
+    if Gather::new(slot, w.payload)
+        .read(d, s.pd, &mut buf)
+        .is_err()
+    {
         wc.status = status::LOC_PROT_ERR;
         return (wc, true);
     }
@@ -339,35 +248,6 @@ pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
     }
 }
 
-/// Copies a send WQE's payload into `buf` (its exact length).
-fn gather(d: &RrxeDev, s: &QpShared, slot: &[u8], p: Payload, buf: &mut [u8]) -> Result {
-    match p {
-        Payload::Inline { len } => {
-            let src = slot
-                .get(wqe::SEND_HDR..wqe::SEND_HDR + len as usize)
-                .ok_or(EINVAL)?;
-            if src.len() != buf.len() {
-                return Err(EINVAL);
-            }
-            buf.copy_from_slice(src);
-        }
-        Payload::Sges { n, .. } => {
-            let mut pos = 0usize;
-            for i in 0..n {
-                let sge = wqe::sge_at(slot, wqe::SEND_HDR, i).ok_or(EINVAL)?;
-                let l = sge.length as usize;
-                if l == 0 {
-                    continue;
-                }
-                let m = mr::lookup_mr(d, sge.lkey, s.pd, 0, sge.addr, l as u64)?;
-                m.read(sge.addr, buf.get_mut(pos..pos + l).ok_or(EINVAL)?)?;
-                pos += l;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The GRH a receiver finds: for IPv4 (IPv4-mapped GIDs) 20 zero bytes and
 /// the IPv4 header, otherwise the IPv6 header.
 fn grh(dg: &Datagram<'_>) -> [u8; GRH] {
@@ -441,7 +321,9 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     wc.status = match wqe::parse_recv(&slot, max_sge) {
         Err(_) => status::LOC_QP_OP_ERR,
         Ok(r) if r.length < total as u64 => status::LOC_LEN_ERR,
-        Ok(r) => match scatter(d, &qp, &slot, r.num_sge, &grh(dg), dg.payload) {
+        Ok(r) => match scatter_at(d, qp.pd, &slot, r.num_sge, 0, &grh(dg))
+            .and_then(|()| scatter_at(d, qp.pd, &slot, r.num_sge, GRH as u64, dg.payload))
+        {
             Ok(()) => status::SUCCESS,
             Err(_) => status::LOC_PROT_ERR,
         },
@@ -461,45 +343,6 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         }
     }
     let _ = qp.recv_wc(&wc, dg.solicited);
-}
-
-/// Writes `a` then `b` across a receive WQE's SGEs.
-fn scatter(d: &RrxeDev, qp: &QpShared, slot: &[u8], n: u32, a: &[u8], b: &[u8]) -> Result {
-    let mut src = Iterator::chain(a.iter(), b.iter()).copied();
-    let mut left = a.len() + b.len();
-    let mut chunk = [0u8; 256];
-    for i in 0..n {
-        if left == 0 {
-            break;
-        }
-        let sge = wqe::sge_at(slot, wqe::RECV_HDR, i).ok_or(EINVAL)?;
-        let take = left.min(sge.length as usize);
-        if take == 0 {
-            continue;
-        }
-        let m = mr::lookup_mr(
-            d,
-            sge.lkey,
-            qp.pd,
-            access::LOCAL_WRITE,
-            sge.addr,
-            take as u64,
-        )?;
-        let mut done = 0usize;
-        while done < take {
-            let k = (take - done).min(chunk.len());
-            for c in chunk.iter_mut().take(k) {
-                *c = src.next().ok_or(EINVAL)?;
-            }
-            m.write(sge.addr + done as u64, &chunk[..k])?;
-            done += k;
-        }
-        left -= take;
-    }
-    if left != 0 {
-        return Err(EINVAL);
-    }
-    Ok(())
 }
 
 impl RrxeDev {
