@@ -299,6 +299,16 @@ pub enum Payload {
     },
 }
 
+impl Payload {
+    /// The message length: the inline bytes, or the SGEs' total.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Payload::Inline { len } => u64::from(len),
+            Payload::Sges { length, .. } => length,
+        }
+    }
+}
+
 /// A validated send WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendWqe {

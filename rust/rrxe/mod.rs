@@ -17,5 +17,6 @@ pub mod rc;
 pub mod sge;
 pub mod sq;
 pub mod srq;
+pub mod tx;
 pub mod uc;
 pub mod ud;

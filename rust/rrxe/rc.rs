@@ -34,7 +34,7 @@ use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
-    hdr::{self, Aeth, AtmEth, Bth, Reth},
+    hdr::{self, Aeth, AtmEth, Bth, Headers, Reth},
     mtu::mtu_bytes,
     qp::{QpAttrs, QpState},
     rc::{self, op, Nak, PsnCheck, Req, Syndrome},
@@ -46,8 +46,9 @@ use crate::rrxe::{
     mr::{self, Copy},
     net::{self, RxPkt},
     qp::{self as qpm, QpInner, QpShared},
-    sge::{scatter_at, scatter_sges, Gather},
+    sge::{scatter_at, scatter_sges},
     sq::take_send,
+    tx::{self, Packet, Src},
 };
 use kernel::{
     prelude::*,
@@ -565,120 +566,26 @@ impl RcPkt<'_> {
     }
 }
 
-/// What to send, built under the locks and sent after.
-struct Tx {
-    bth: Bth,
-    reth: Option<Reth>,
-    atm: Option<AtmEth>,
-    aeth: Option<Aeth>,
-    atmack: Option<u64>,
-    imm: Option<u32>,
-    ieth: Option<u32>,
-    feth: Option<u32>,
-    len: usize,
-    src: Src,
-}
-
-/// Where a packet's payload comes from.
-#[derive(Clone, Copy)]
-enum Src {
-    None,
-    /// The WQE's data (in the runner's copy of its slot), from this offset.
-    Wqe {
-        payload: Payload,
-        off: u64,
-    },
-    /// Eight bytes carried in the WQE (ATOMIC WRITE).
-    Bytes([u8; 8]),
-    /// Memory of this QP's PD named by an rkey (read responses).
-    Key {
-        rkey: u32,
-        va: u64,
-    },
-}
-
-impl Tx {
-    fn headers(&self, h: &mut [u8; 64]) -> usize {
-        let _ = self.bth.write(&mut h[..]);
-        let mut o = hdr::BTH;
-        if let Some(f) = self.feth {
-            h[o..o + hdr::FETH].copy_from_slice(&f.to_be_bytes());
-            o += hdr::FETH;
-        }
-        if let Some(r) = self.reth {
-            let _ = r.write(&mut h[o..]);
-            o += hdr::RETH;
-        }
-        if let Some(a) = self.atm {
-            let _ = a.write(&mut h[o..]);
-            o += hdr::ATMETH;
-        }
-        if let Some(a) = self.aeth {
-            let _ = a.write(&mut h[o..]);
-            o += hdr::AETH;
-        }
-        if let Some(v) = self.atmack {
-            h[o..o + hdr::ATMACK].copy_from_slice(&v.to_be_bytes());
-            o += hdr::ATMACK;
-        }
-        if let Some(x) = self.imm {
-            h[o..o + hdr::IMMDT].copy_from_slice(&x.to_ne_bytes());
-            o += hdr::IMMDT;
-        }
-        if let Some(x) = self.ieth {
-            h[o..o + hdr::IETH].copy_from_slice(&x.to_be_bytes());
-            o += hdr::IETH;
-        }
-        o
-    }
-
-    fn pkt<'a>(&self, payload: &'a [u8], a: &QpAttrs) -> RcPkt<'a> {
+impl RcPkt<'_> {
+    /// A packet for a QP of this device, with the headers `h` and the
+    /// addresses of attributes `a`.
+    fn local<'a>(h: &Headers, payload: &'a [u8], a: &QpAttrs) -> RcPkt<'a> {
         RcPkt {
-            opcode: self.bth.opcode,
-            se: self.bth.se,
-            ack_req: self.bth.ack_req,
-            psn: self.bth.psn,
-            reth: self.reth,
-            atm: self.atm,
-            aeth: self.aeth,
-            atmack: self.atmack,
-            imm: self.imm,
-            ieth: self.ieth,
-            feth: self.feth,
+            opcode: h.bth.opcode,
+            se: h.bth.se,
+            ack_req: h.bth.ack_req,
+            psn: h.bth.psn,
+            reth: h.reth,
+            atm: h.atm,
+            aeth: h.aeth,
+            atmack: h.atmack,
+            imm: h.imm,
+            ieth: h.ieth,
+            feth: h.feth,
             payload,
             sgid: a.av.sgid,
             dgid: a.av.dgid,
             local: true,
-        }
-    }
-}
-
-/// Fills `out` from a packet's payload source.
-fn fill(d: &RrxeDev, s: &QpShared, slot: &[u8], src: Src, out: &mut [u8]) -> Result {
-    match src {
-        Src::None => Ok(()),
-        Src::Bytes(b) => {
-            out.copy_from_slice(b.get(..out.len()).ok_or(EINVAL)?);
-            Ok(())
-        }
-        Src::Wqe { payload, off, .. } => {
-            let mut g = Gather::new(slot, payload);
-            g.skip(off)?;
-            g.read(d, s.pd, out)
-        }
-        Src::Key { rkey, va } => {
-            if out.is_empty() {
-                return Ok(());
-            }
-            mr::copy_by_key(
-                d,
-                rkey,
-                s.pd,
-                s.qpn,
-                access::REMOTE_READ,
-                va,
-                Copy::From(out),
-            )
         }
     }
 }
@@ -690,48 +597,30 @@ fn emit(
     dev: &Device<Rrxe>,
     s: &QpShared,
     a: &QpAttrs,
-    tx: &Tx,
+    tx: &Packet,
     slot: &[u8],
     buf: &mut KVVec<u8>,
 ) -> Result {
     let d = dev.data();
-    if dev.has_gid(1, &a.av.dgid) {
-        if buf.len() < tx.len {
-            buf.resize(tx.len, 0u8, GFP_KERNEL)?;
-        }
-        let b = &mut buf[..tx.len];
-        fill(d, s, slot, tx.src, b)?;
-        d.count(Counter::SentPkts, 1);
-        d.count(Counter::SentBytes, tx.len as u64);
-        // A packet for a QP that is gone is lost, as on the wire.
-        if let Some(peer) = d.qp(a.dest_qp_num) {
-            d.count(Counter::RcvdPkts, 1);
-            d.count(Counter::RcvdBytes, tx.len as u64);
-            let p = tx.pkt(b, a);
-            if rc::is_response(p.opcode) {
-                completer(dev, &peer, &p);
-            } else {
-                responder(dev, &peer, &p);
-            }
-        }
-        return Ok(());
+    let fill = |b: &mut [u8]| tx.fill(d, s.pd, s.qpn, slot, b);
+    if !dev.has_gid(1, &a.av.dgid) {
+        return tx::send(dev, &net::connected_out(a, s.qpn), &tx.hdrs, tx.len, fill);
     }
-    let out = net::connected_out(a, s.qpn);
-    let mut h = [0u8; 64];
-    let n = tx.headers(&mut h);
-    let mut gather_err = false;
-    let r = net::xmit(dev, &out, &h[..n], tx.len, |b| {
-        fill(d, s, slot, tx.src, b).inspect_err(|_| gather_err = true)
-    });
-    match r {
-        Err(e) if gather_err => Err(e),
-        Err(_) => {
-            // Lost on the way out: the retransmit timer recovers.
-            d.count(Counter::SendErr, 1);
-            Ok(())
-        }
-        Ok(()) => Ok(()),
+    if buf.len() < tx.len {
+        buf.resize(tx.len, 0u8, GFP_KERNEL)?;
     }
+    let b = tx::local(d, &mut buf[..tx.len], fill)?;
+    // A packet for a QP that is gone is lost, as on the wire.
+    if let Some(peer) = d.qp(a.dest_qp_num) {
+        tx::received(d, b.len());
+        let p = RcPkt::local(&tx.hdrs, b, a);
+        if rc::is_response(p.opcode) {
+            completer(dev, &peer, &p);
+        } else {
+            responder(dev, &peer, &p);
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -744,7 +633,7 @@ enum Step {
     /// Something changed without sending; look again.
     Again,
     /// Send this packet of the WQE in shadow slot `slot`.
-    Packet(Tx, usize),
+    Packet(Packet, usize),
     /// Run the local operation (bind, invalidate, registration) of the
     /// oldest WQE, in shadow slot `slot`.
     Local(usize),
@@ -832,10 +721,7 @@ fn prepare(
         } as u32;
         let f = match take_send(s, slot, wqe::Transport::Rc) {
             Ok((w, wc)) => {
-                let len = match w.payload {
-                    Payload::Inline { len } => u64::from(len),
-                    Payload::Sges { length, .. } => length,
-                };
+                let len = w.payload.bytes();
                 let npkts = match w.opcode {
                     Opcode::Send
                     | Opcode::SendImm
@@ -936,18 +822,7 @@ fn prepare(
         dqpn: a.dest_qp_num,
         ..Default::default()
     };
-    let mut tx = Tx {
-        bth,
-        reth: None,
-        atm: None,
-        aeth: None,
-        atmack: None,
-        imm: None,
-        ieth: None,
-        feth: None,
-        len: 0,
-        src: Src::None,
-    };
+    let mut tx = Packet::new(Headers::new(bth));
     let mut done_sending = true;
     let solicited = f.w.send_flags & wqe::SEND_SOLICITED != 0;
     match (f.w.opcode, f.w.detail) {
@@ -969,7 +844,7 @@ fn prepare(
                 bth.opcode = rc::write_opcode(pos, imm);
                 if pos.starts() {
                     if let WrDetail::Rdma { remote_addr, rkey } = f.w.detail {
-                        tx.reth = Some(Reth {
+                        tx.hdrs.reth = Some(Reth {
                             va: remote_addr,
                             rkey,
                             len: f.len as u32,
@@ -979,11 +854,11 @@ fn prepare(
             } else {
                 bth.opcode = rc::send_opcode(pos, imm, f.w.opcode == Opcode::SendInv);
                 if pos.ends() && f.w.opcode == Opcode::SendInv {
-                    tx.ieth = Some(f.w.ex);
+                    tx.hdrs.ieth = Some(f.w.ex);
                 }
             }
             if pos.ends() && imm {
-                tx.imm = Some(f.w.ex);
+                tx.hdrs.imm = Some(f.w.ex);
             }
             bth.se = pos.ends() && solicited;
             bth.ack_req = pos.ends() || (idx + 1) % rc::ACK_EVERY == 0;
@@ -999,7 +874,7 @@ fn prepare(
             bth.opcode = op::READ_REQUEST;
             bth.psn = f.first_psn;
             bth.ack_req = true;
-            tx.reth = Some(Reth {
+            tx.hdrs.reth = Some(Reth {
                 va: remote_addr,
                 rkey,
                 len: f.len as u32,
@@ -1018,7 +893,7 @@ fn prepare(
             bth.opcode = if cas { op::CMP_SWAP } else { op::FETCH_ADD };
             bth.psn = f.first_psn;
             bth.ack_req = true;
-            tx.atm = Some(AtmEth {
+            tx.hdrs.atm = Some(AtmEth {
                 va: remote_addr,
                 rkey,
                 swap_add: if cas { swap } else { compare_add },
@@ -1029,7 +904,7 @@ fn prepare(
             bth.opcode = op::ATOMIC_WRITE;
             bth.psn = f.first_psn;
             bth.ack_req = true;
-            tx.reth = Some(Reth {
+            tx.hdrs.reth = Some(Reth {
                 va: remote_addr,
                 rkey,
                 len: 8,
@@ -1050,8 +925,8 @@ fn prepare(
             bth.opcode = op::FLUSH;
             bth.psn = f.first_psn;
             bth.ack_req = true;
-            tx.feth = Some(u32::from(ty & 0xf) | (u32::from(level & 3) << 4));
-            tx.reth = Some(Reth {
+            tx.hdrs.feth = Some(u32::from(ty & 0xf) | (u32::from(level & 3) << 4));
+            tx.hdrs.reth = Some(Reth {
                 va: remote_addr,
                 rkey,
                 len: length,
@@ -1063,7 +938,7 @@ fn prepare(
             return Step::Again;
         }
     }
-    tx.bth = bth;
+    tx.hdrs.bth = bth;
     if done_sending {
         f.state = FState::Sent;
         if f.rd_atomic() {
@@ -1934,24 +1809,13 @@ fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
         psn,
         ..Default::default()
     };
-    let none = |bth: Bth| Tx {
-        bth,
-        reth: None,
-        atm: None,
-        aeth: None,
-        atmack: None,
-        imm: None,
-        ieth: None,
-        feth: None,
-        len: 0,
-        src: Src::None,
-    };
+    let none = |bth: Bth| Packet::new(Headers::new(bth));
     let mut buf = s.reply_buf.lock();
     match r {
         Reply::None => {}
         Reply::Ack { psn, syn, msn } => {
             let mut tx = none(base(op::ACK, psn));
-            tx.aeth = Some(Aeth {
+            tx.hdrs.aeth = Some(Aeth {
                 syndrome: syn.byte(),
                 msn,
             });
@@ -1959,16 +1823,16 @@ fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
         }
         Reply::Atomic { psn, orig, msn } => {
             let mut tx = none(base(op::ATOMIC_ACK, psn));
-            tx.aeth = Some(Aeth {
+            tx.hdrs.aeth = Some(Aeth {
                 syndrome: Syndrome::Ack.byte(),
                 msn,
             });
-            tx.atmack = Some(orig);
+            tx.hdrs.atmack = Some(orig);
             let _ = emit(dev, s, a, &tx, &[], &mut buf);
         }
         Reply::Empty { psn, msn } => {
             let mut tx = none(base(op::READ_RESP_ONLY, psn));
-            tx.aeth = Some(Aeth {
+            tx.hdrs.aeth = Some(Aeth {
                 syndrome: Syndrome::Ack.byte(),
                 msn,
             });
@@ -1995,7 +1859,7 @@ fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
                 let plen = (u64::from(len) - off).min(mtu);
                 let mut tx = none(base(rc::read_resp_opcode(pos), psn_add(psn, j)));
                 if pos != Pos::Middle {
-                    tx.aeth = Some(Aeth {
+                    tx.hdrs.aeth = Some(Aeth {
                         syndrome: Syndrome::Ack.byte(),
                         msn,
                     });
@@ -2007,7 +1871,7 @@ fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
                     // The memory went away (a window invalidated, say):
                     // the requester learns it from a NAK.
                     let mut nak = none(base(op::ACK, psn_add(psn, j)));
-                    nak.aeth = Some(Aeth {
+                    nak.hdrs.aeth = Some(Aeth {
                         syndrome: Syndrome::Nak(Nak::RemAccess).byte(),
                         msn,
                     });

@@ -16,19 +16,20 @@
 use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
     cqe::{flags, net_type, status, Wc},
-    hdr::{self, Bth, Deth},
+    hdr::{self, Bth, Deth, Headers},
     mcast,
     mtu::mtu_bytes,
     pkt::{self, IpOut},
     qp::QpState,
-    wqe::{self, LegacyAv, Opcode, Payload, Transport, WrDetail},
+    wqe::{self, LegacyAv, Opcode, Transport, WrDetail},
 };
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
-    net::{self, RxPkt},
+    net::RxPkt,
     qp::QpShared,
     sge::{scatter_at, Gather},
     sq::take_send,
+    tx,
 };
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -97,10 +98,7 @@ pub(crate) fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: 
         }
     };
     let mtu = mtu_bytes(d.active_mtu()) as u64;
-    let len = match w.payload {
-        Payload::Inline { len } => u64::from(len),
-        Payload::Sges { length, .. } => length,
-    };
+    let len = w.payload.bytes();
     if len > mtu {
         wc.status = status::LOC_LEN_ERR;
         return (wc, true);
@@ -181,26 +179,19 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
     } else {
         hdr::UD_SEND_ONLY
     };
-    let mut h = [0u8; hdr::BTH + hdr::DETH + hdr::IMMDT];
-    let bth = Bth {
-        opcode,
-        se: dg.solicited,
-        pkey: 0xffff,
-        dqpn,
-        ..Default::default()
-    };
-    bth.write(&mut h).ok_or(EINVAL)?;
-    Deth {
-        qkey: dg.qkey,
-        sqpn: dg.sqpn,
-    }
-    .write(&mut h[hdr::BTH..])
-    .ok_or(EINVAL)?;
-    let n = if let Some(imm) = dg.imm {
-        h[hdr::BTH + hdr::DETH..].copy_from_slice(&imm.to_ne_bytes());
-        h.len()
-    } else {
-        hdr::BTH + hdr::DETH
+    let h = Headers {
+        deth: Some(Deth {
+            qkey: dg.qkey,
+            sqpn: dg.sqpn,
+        }),
+        imm: dg.imm,
+        ..Headers::new(Bth {
+            opcode,
+            se: dg.solicited,
+            pkey: 0xffff,
+            dqpn,
+            ..Default::default()
+        })
     };
     let out = IpOut {
         sgid: dg.sgid,
@@ -210,7 +201,7 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
         flow_label: dg.flow_label,
         sport: pkt::udp_sport(dg.flow_label, dg.sqpn, dqpn),
     };
-    net::xmit(dev, &out, &h[..n], dg.payload.len(), |b| {
+    tx::xmit(dev, &out, &h, dg.payload.len(), |b| {
         b.copy_from_slice(dg.payload);
         Ok(())
     })
