@@ -23,7 +23,7 @@ pub const FLUSH_GLOBAL: u32 = 1 << 8;
 /// Persistent flush target.
 pub const FLUSH_PERSISTENT: u32 = 1 << 9;
 /// The optional range: bits a driver may ignore (relaxed ordering is 1 << 20).
-pub const OPTIONAL_RANGE: u32 = ((1 << 29) << 1) - 1 & !((1 << 20) - 1);
+pub const OPTIONAL_RANGE: u32 = (((1 << 29) << 1) - 1) & !((1 << 20) - 1);
 /// Every flag the core accepts.
 pub const SUPPORTED: u32 = ((FLUSH_PERSISTENT << 1) - 1) | OPTIONAL_RANGE;
 /// Remote access of any kind.

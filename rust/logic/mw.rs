@@ -58,6 +58,7 @@ pub enum UseError {
 /// Checks an access of `len` bytes at `iova` through a window, and returns
 /// the address in the underlying MR's space. `pd_ok` says whether the
 /// window's PD is the requester's; `qpn` is the QP the request arrived on.
+#[expect(clippy::too_many_arguments)]
 pub fn check_use(
     ty: MwType,
     state: MwState,
