@@ -14,6 +14,8 @@ pub mod bounds;
 pub mod cqe;
 #[path = "../../rust/logic/dm.rs"]
 pub mod dm;
+#[path = "../../rust/logic/flights.rs"]
+pub mod flights;
 #[path = "../../rust/logic/guid.rs"]
 pub mod guid;
 #[path = "../../rust/logic/hdr.rs"]
