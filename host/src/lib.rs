@@ -44,5 +44,5 @@ pub mod rc;
 pub mod ring;
 #[path = "../../rust/logic/uc.rs"]
 pub mod uc;
-#[path = "../../rust/logic/wqe.rs"]
+#[path = "../../rust/logic/wqe/mod.rs"]
 pub mod wqe;
