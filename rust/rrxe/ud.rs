@@ -71,31 +71,9 @@ pub(crate) fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: 
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     };
-    // The address: an AH of the QP's PD, or (ah_num 0, older providers)
-    // the address vector embedded in the WQE, whose source must be one of
-    // this device's GIDs.
-    let av = if ah_num == 0 {
-        match wqe::legacy_av(slot) {
-            Some(l) if dev.has_gid(1, &l.sgid) => LegacyAv { ..l },
-            _ => {
-                wc.status = status::LOC_QP_OP_ERR;
-                return (wc, true);
-            }
-        }
-    } else {
-        match d.ah_pool().get(ah_num).filter(|a| a.pd == s.pd) {
-            Some(ah) => LegacyAv {
-                sgid: ah.sgid,
-                dgid: ah.av.dgid,
-                flow_label: ah.av.flow_label,
-                hop_limit: ah.av.hop_limit,
-                traffic_class: ah.av.traffic_class,
-            },
-            None => {
-                wc.status = status::LOC_QP_OP_ERR;
-                return (wc, true);
-            }
-        }
+    let Some(av) = address(dev, s, slot, ah_num) else {
+        wc.status = status::LOC_QP_OP_ERR;
+        return (wc, true);
     };
     let mtu = mtu_bytes(d.active_mtu()) as u64;
     let len = w.payload.bytes();
@@ -135,21 +113,45 @@ pub(crate) fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: 
         sl: 0,
         payload: &buf,
     };
+    send_datagram(dev, &dg);
+    (wc, signaled)
+}
+
+/// The address of a UD WQE: an AH of the QP's PD, or (`ah_num` 0, older
+/// providers) the address vector embedded in the WQE, whose source must be
+/// one of this device's GIDs.
+fn address(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], ah_num: u32) -> Option<LegacyAv> {
+    if ah_num == 0 {
+        return wqe::legacy_av(slot).filter(|l| dev.has_gid(1, &l.sgid));
+    }
+    let ah = dev.data().ah_pool().get(ah_num).filter(|a| a.pd == s.pd)?;
+    Some(LegacyAv {
+        sgid: ah.sgid,
+        dgid: ah.av.dgid,
+        flow_label: ah.av.flow_label,
+        hop_limit: ah.av.hop_limit,
+        traffic_class: ah.av.traffic_class,
+    })
+}
+
+/// Sends a datagram: to the members of its multicast group, here and on
+/// the wire; to a QP of this device; or on the wire.
+fn send_datagram(dev: &Device<Rrxe>, dg: &Datagram<'_>) {
+    let d = dev.data();
     if mcast::is_mcast_gid(&dg.dgid) {
         for n in mcast_members(d, &dg.dgid).iter() {
-            deliver_local(d, &Datagram { dqpn: *n, ..dg });
+            deliver_local(d, &Datagram { dqpn: *n, ..*dg });
         }
         // Members on other hosts hear it on the wire.
-        let _ = send_wire(dev, &dg, wqe::MCAST_QPN);
+        let _ = send_wire(dev, dg, wqe::MCAST_QPN);
     } else if dev.has_gid(1, &dg.dgid) {
         d.count(Counter::SentPkts, 1);
-        d.count(Counter::SentBytes, len);
-        deliver_local(d, &dg);
-    } else if send_wire(dev, &dg, dg.dqpn).is_err() {
+        d.count(Counter::SentBytes, dg.payload.len() as u64);
+        deliver_local(d, dg);
+    } else if send_wire(dev, dg, dg.dqpn).is_err() {
         // Unroutable or no memory: lost, as a datagram may be.
         d.count(Counter::SendErr, 1);
     }
-    (wc, signaled)
 }
 
 /// The QPs of this device attached to a multicast group.
@@ -166,8 +168,7 @@ fn mcast_members(d: &RrxeDev, gid: &[u8; 16]) -> KVec<u32> {
 
 /// Local delivery counts as a packet sent and received.
 fn deliver_local(d: &RrxeDev, dg: &Datagram<'_>) {
-    d.count(Counter::RcvdPkts, 1);
-    d.count(Counter::RcvdBytes, dg.payload.len() as u64);
+    tx::received(d, dg.payload.len());
     deliver(d, dg);
 }
 
