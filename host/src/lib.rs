@@ -14,6 +14,8 @@ pub mod bounds;
 pub mod cqe;
 #[path = "../../rust/logic/dm.rs"]
 pub mod dm;
+#[path = "../../rust/logic/flights.rs"]
+pub mod flights;
 #[path = "../../rust/logic/guid.rs"]
 pub mod guid;
 #[path = "../../rust/logic/hdr.rs"]
@@ -42,7 +44,7 @@ pub mod rc;
 pub mod ring;
 #[path = "../../rust/logic/uc.rs"]
 pub mod uc;
-#[path = "../../rust/logic/wqe.rs"]
+#[path = "../../rust/logic/wqe/mod.rs"]
 pub mod wqe;
 #[path = "../../rust/logic/wqe_layout.rs"]
 pub mod wqe_layout;

@@ -240,6 +240,85 @@ pub enum Service {
     Ud,
 }
 
+/// Room for a BTH and every extension header at once (no packet carries
+/// them all).
+pub const MAX_HDRS: usize = BTH + DETH + FETH + RETH + ATMETH + AETH + ATMACK + IMMDT + IETH;
+
+/// The transport headers of a packet to send: the BTH and the extension
+/// headers present, which [`Headers::write`] puts in wire order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Headers {
+    /// The BTH.
+    pub bth: Bth,
+    /// The DETH (UD).
+    pub deth: Option<Deth>,
+    /// The FETH (FLUSH).
+    pub feth: Option<u32>,
+    /// The RETH.
+    pub reth: Option<Reth>,
+    /// The AtomicETH.
+    pub atm: Option<AtmEth>,
+    /// The AETH.
+    pub aeth: Option<Aeth>,
+    /// The AtomicAckETH: the original value.
+    pub atmack: Option<u64>,
+    /// Immediate data (as stored, network order).
+    pub imm: Option<u32>,
+    /// The IETH: the rkey to invalidate.
+    pub ieth: Option<u32>,
+}
+
+impl Headers {
+    /// A BTH and no extension headers.
+    pub fn new(bth: Bth) -> Self {
+        Self {
+            bth,
+            ..Default::default()
+        }
+    }
+
+    /// Writes the headers to the start of `b`, in wire order; returns their
+    /// length.
+    pub fn write(&self, b: &mut [u8; MAX_HDRS]) -> usize {
+        // Every header fits: `b` has room for all of them.
+        let _ = self.bth.write(&mut b[..]);
+        let mut o = BTH;
+        if let Some(d) = self.deth {
+            let _ = d.write(&mut b[o..]);
+            o += DETH;
+        }
+        if let Some(f) = self.feth {
+            b[o..o + FETH].copy_from_slice(&f.to_be_bytes());
+            o += FETH;
+        }
+        if let Some(r) = self.reth {
+            let _ = r.write(&mut b[o..]);
+            o += RETH;
+        }
+        if let Some(a) = self.atm {
+            let _ = a.write(&mut b[o..]);
+            o += ATMETH;
+        }
+        if let Some(a) = self.aeth {
+            let _ = a.write(&mut b[o..]);
+            o += AETH;
+        }
+        if let Some(v) = self.atmack {
+            b[o..o + ATMACK].copy_from_slice(&v.to_be_bytes());
+            o += ATMACK;
+        }
+        if let Some(x) = self.imm {
+            b[o..o + IMMDT].copy_from_slice(&x.to_ne_bytes());
+            o += IMMDT;
+        }
+        if let Some(x) = self.ieth {
+            b[o..o + IETH].copy_from_slice(&x.to_be_bytes());
+            o += IETH;
+        }
+        o
+    }
+}
+
 /// Which headers follow the BTH for an opcode, and where.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
@@ -488,5 +567,95 @@ mod tests {
         assert!(split(&p[..12 + 4 + 2]).is_none());
         let (_, _, r) = split(&p[..12 + 8 + 4]).unwrap();
         assert_eq!(r, 12..17);
+    }
+
+    #[test]
+    fn headers_write_in_layout_order() {
+        let reth = Reth {
+            va: 0x1122_3344_5566_7788,
+            rkey: 0xaabb_ccdd,
+            len: 300,
+        };
+        let mut b = [0u8; MAX_HDRS];
+        // RC WRITE ONLY with immediate: BTH, RETH, ImmDt.
+        let h = Headers {
+            reth: Some(reth),
+            imm: Some(0x0102_0304),
+            ..Headers::new(Bth {
+                opcode: 0x0b,
+                psn: 7,
+                ..Default::default()
+            })
+        };
+        let n = h.write(&mut b);
+        let l = layout(0x0b).unwrap();
+        assert_eq!(n, l.hdr_len);
+        assert_eq!(Reth::parse(&b[l.reth.unwrap()..]), Some(reth));
+        let i = l.immdt.unwrap();
+        assert_eq!(b[i..i + 4], 0x0102_0304u32.to_ne_bytes());
+        // FLUSH: BTH, FETH, RETH.
+        let h = Headers {
+            feth: Some(0x21),
+            reth: Some(reth),
+            ..Headers::new(Bth {
+                opcode: 0x1c,
+                ..Default::default()
+            })
+        };
+        let n = h.write(&mut b);
+        let l = layout(0x1c).unwrap();
+        assert_eq!(n, l.hdr_len);
+        assert_eq!(b[l.feth.unwrap()..][..4], [0, 0, 0, 0x21]);
+        assert_eq!(Reth::parse(&b[l.reth.unwrap()..]), Some(reth));
+        // Atomic ACK: BTH, AETH, AtomicAckETH.
+        let aeth = Aeth {
+            syndrome: 0,
+            msn: 9,
+        };
+        let h = Headers {
+            aeth: Some(aeth),
+            atmack: Some(0x0a0b_0c0d_0e0f_1011),
+            ..Headers::new(Bth {
+                opcode: 0x12,
+                ..Default::default()
+            })
+        };
+        let n = h.write(&mut b);
+        let l = layout(0x12).unwrap();
+        assert_eq!(n, l.hdr_len);
+        assert_eq!(Aeth::parse(&b[l.aeth.unwrap()..]), Some(aeth));
+        assert_eq!(
+            b[l.atmack.unwrap()..][..8],
+            0x0a0b_0c0d_0e0f_1011u64.to_be_bytes()
+        );
+        // UD SEND ONLY with immediate: BTH, DETH, ImmDt.
+        let deth = Deth {
+            qkey: 0x1111_2222,
+            sqpn: 0x12,
+        };
+        let h = Headers {
+            deth: Some(deth),
+            imm: Some(5),
+            ..Headers::new(Bth {
+                opcode: UD_SEND_ONLY_IMM,
+                ..Default::default()
+            })
+        };
+        let n = h.write(&mut b);
+        let l = layout(UD_SEND_ONLY_IMM).unwrap();
+        assert_eq!(n, l.hdr_len);
+        assert_eq!(Deth::parse(&b[l.deth.unwrap()..]), Some(deth));
+        // SEND ONLY with invalidate: BTH, IETH.
+        let h = Headers {
+            ieth: Some(0xdead_beef),
+            ..Headers::new(Bth {
+                opcode: 0x17,
+                ..Default::default()
+            })
+        };
+        let n = h.write(&mut b);
+        let l = layout(0x17).unwrap();
+        assert_eq!(n, l.hdr_len);
+        assert_eq!(b[l.ieth.unwrap()..][..4], 0xdead_beefu32.to_be_bytes());
     }
 }

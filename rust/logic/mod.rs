@@ -7,6 +7,7 @@ pub mod access;
 pub mod bounds;
 pub mod cqe;
 pub mod dm;
+pub mod flights;
 pub mod guid;
 pub mod hdr;
 pub mod icrc;

@@ -37,6 +37,15 @@ impl IbMtu {
     }
 }
 
+/// The payload bytes per packet for a path MTU given as `enum ib_mtu`;
+/// 256 for a value out of range.
+pub const fn mtu_bytes(raw: u32) -> usize {
+    match IbMtu::from_raw(raw) {
+        Some(m) => m.bytes() as usize,
+        None => 256,
+    }
+}
+
 /// The worst-case RoCEv2 overhead the core subtracts from a netdev MTU:
 /// GRH 40, UDP 8, BTH 12, XRC 4, AtomicETH 28 and ICRC 4 bytes.
 pub const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 4 + 28 + 4;
@@ -90,5 +99,14 @@ mod tests {
         assert_eq!(IbMtu::from_raw(6), None);
         assert_eq!(IbMtu::Mtu256.bytes(), 256);
         assert_eq!(IbMtu::Mtu4096.bytes(), 4096);
+    }
+
+    #[test]
+    fn bytes_of_raw_values() {
+        assert_eq!(mtu_bytes(1), 256);
+        assert_eq!(mtu_bytes(3), 1024);
+        assert_eq!(mtu_bytes(5), 4096);
+        assert_eq!(mtu_bytes(0), 256);
+        assert_eq!(mtu_bytes(6), 256);
     }
 }

@@ -405,7 +405,7 @@ impl Driver for Rrxe {
     }
 
     fn post_send_user(q: &Qp<Self>) -> Result {
-        crate::rrxe::ud::post_send_user(q)
+        crate::rrxe::sq::post_send_user(q)
     }
 
     fn alloc_dm(uc: &Ucontext<Self>, req: DmRequest) -> Result<(RrxeDm, u64)> {

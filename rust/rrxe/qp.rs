@@ -169,7 +169,7 @@ impl WorkItem for QpShared {
         // SAFETY: Not dead: the QP, and with it its device, is alive, and
         // its destruction waits for this task to finish (`RrxeQp::drop`).
         let dev = unsafe { &*this.dev };
-        let _ = crate::rrxe::ud::process_sq(dev, &this);
+        let _ = crate::rrxe::sq::process_sq(dev, &this);
     }
 }
 

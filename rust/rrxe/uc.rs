@@ -13,27 +13,26 @@
 //! goes to the memory its RETH names, with the rkey, the PD, the rights
 //! and the bounds checked, and the key resolved again on every packet.
 
-use crate::ib::{device::Device, qp::QpType, stats::Counter};
+use crate::ib::{device::Device, qp::QpType};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
-    hdr::{self, Bth, Reth},
-    mtu::IbMtu,
+    hdr::{Bth, Headers, Reth},
+    mtu::mtu_bytes,
     qp::{QpAttrs, QpState},
     uc::{self as seq, Kind, Pos, Verdict},
-    wqe::{self, Opcode, Payload, Transport, WrDetail},
+    wqe::{self, Opcode, Payload, SendWqe, Transport, WrDetail},
 };
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
     net::{self, RxPkt},
     qp::{QpShared, UcRx},
-    ud::take_send,
+    sge::{scatter_at, Gather},
+    sq::take_send,
+    tx,
 };
 use kernel::prelude::*;
-
-/// Largest UC message (2^31 bytes, as rxe's `max_msg_sz`).
-const MAX_MSG: u64 = 1 << 31;
 
 /// One UC packet, from the wire or from a local requester.
 pub struct UcPkt<'a> {
@@ -55,148 +54,114 @@ pub struct UcPkt<'a> {
     pub dgid: [u8; 16],
 }
 
-/// Reads a send WQE's payload in order, a packet at a time.
-pub(crate) struct Gather<'a> {
-    slot: &'a [u8],
-    payload: Payload,
-    sge: u32,
-    off: u64,
-    inline_off: usize,
+/// What a UC WQE sends.
+struct Msg {
+    kind: Kind,
+    /// The immediate data its last packet carries.
+    imm: Option<u32>,
+    /// A WRITE's target: address and rkey.
+    target: Option<(u64, u32)>,
+    len: u64,
+    solicited: bool,
 }
 
-impl<'a> Gather<'a> {
-    pub(crate) fn new(slot: &'a [u8], payload: Payload) -> Self {
-        Self {
-            slot,
-            payload,
-            sge: 0,
-            off: 0,
-            inline_off: 0,
+impl Msg {
+    /// What WQE `w` sends, or the status it completes with.
+    fn of(w: &SendWqe) -> core::result::Result<Self, u32> {
+        let (kind, imm, target) = match (w.opcode, w.detail) {
+            (Opcode::Send, _) => (Kind::Send, false, None),
+            (Opcode::SendImm, _) => (Kind::Send, true, None),
+            (Opcode::RdmaWrite, WrDetail::Rdma { remote_addr, rkey }) => {
+                (Kind::Write, false, Some((remote_addr, rkey)))
+            }
+            (Opcode::RdmaWriteImm, WrDetail::Rdma { remote_addr, rkey }) => {
+                (Kind::Write, true, Some((remote_addr, rkey)))
+            }
+            _ => return Err(status::LOC_QP_OP_ERR),
+        };
+        let len = w.payload.bytes();
+        if len > wqe::MAX_MSG {
+            return Err(status::LOC_LEN_ERR);
         }
+        Ok(Self {
+            kind,
+            imm: imm.then_some(w.ex),
+            target,
+            len,
+            solicited: w.send_flags & wqe::SEND_SOLICITED != 0,
+        })
     }
 
-    /// Moves `n` bytes ahead without reading them.
-    pub(crate) fn skip(&mut self, n: u64) -> Result {
-        match self.payload {
-            Payload::Inline { len } => {
-                let end = (self.inline_off as u64).checked_add(n).ok_or(EINVAL)?;
-                if end > u64::from(len) {
-                    return Err(EINVAL);
-                }
-                self.inline_off = end as usize;
-            }
-            Payload::Sges { n: count, .. } => {
-                let mut left = n;
-                while left > 0 {
-                    if self.sge >= count {
-                        return Err(EINVAL);
-                    }
-                    let sge = wqe::sge_at(self.slot, wqe::SEND_HDR, self.sge).ok_or(EINVAL)?;
-                    let room = u64::from(sge.length).saturating_sub(self.off);
-                    if room > left {
-                        self.off += left;
-                        left = 0;
-                    } else {
-                        left -= room;
-                        self.sge += 1;
-                        self.off = 0;
-                    }
-                }
-            }
+    /// The headers of packet `pos` with PSN `psn`, to QP `dqpn`.
+    fn headers(&self, pos: Pos, psn: u32, dqpn: u32) -> Headers {
+        let bth = Bth {
+            opcode: seq::opcode(self.kind, pos, self.imm.is_some()),
+            se: pos.ends() && self.solicited,
+            pkey: 0xffff,
+            dqpn,
+            psn,
+            ..Default::default()
+        };
+        Headers {
+            reth: self.target.filter(|_| pos.starts()).map(|(va, rkey)| Reth {
+                va,
+                rkey,
+                len: self.len as u32,
+            }),
+            imm: self.imm.filter(|_| pos.ends()),
+            ..Headers::new(bth)
         }
-        Ok(())
     }
-
-    /// Fills `out` with the next bytes, through the lkeys of `pd`.
-    pub(crate) fn read(&mut self, d: &RrxeDev, pd: usize, out: &mut [u8]) -> Result {
-        match self.payload {
-            Payload::Inline { len } => {
-                let end = self.inline_off.checked_add(out.len()).ok_or(EINVAL)?;
-                if end > len as usize {
-                    return Err(EINVAL);
-                }
-                let src = self
-                    .slot
-                    .get(wqe::SEND_HDR + self.inline_off..wqe::SEND_HDR + end)
-                    .ok_or(EINVAL)?;
-                out.copy_from_slice(src);
-                self.inline_off = end;
-            }
-            Payload::Sges { n, .. } => {
-                let mut done = 0usize;
-                while done < out.len() {
-                    if self.sge >= n {
-                        return Err(EINVAL);
-                    }
-                    let sge = wqe::sge_at(self.slot, wqe::SEND_HDR, self.sge).ok_or(EINVAL)?;
-                    let left = u64::from(sge.length).saturating_sub(self.off);
-                    if left == 0 {
-                        self.sge += 1;
-                        self.off = 0;
-                        continue;
-                    }
-                    let k = left.min((out.len() - done) as u64) as usize;
-                    let at = sge.addr.checked_add(self.off).ok_or(EINVAL)?;
-                    let m = mr::lookup_mr(d, sge.lkey, pd, 0, at, k as u64)?;
-                    m.read(at, &mut out[done..done + k])?;
-                    done += k;
-                    self.off += k as u64;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-fn mtu_bytes(raw: u32) -> usize {
-    IbMtu::from_raw(raw).map_or(256, |m| m.bytes() as usize)
 }
 
 /// Sends one UC WQE; returns its completion and whether it asked for one.
 /// Called with the QP's send lock held, on a QP in RTS.
 pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (Wc, bool) {
-    let d = dev.data();
     let (w, mut wc) = match take_send(s, slot, Transport::Uc) {
         Ok(x) => x,
         Err(wc) => return (wc, true),
     };
     let signaled = w.send_flags & wqe::SEND_SIGNALED != 0;
-    let (kind, imm, reth) = match (w.opcode, w.detail) {
-        (Opcode::Send, _) => (Kind::Send, false, None),
-        (Opcode::SendImm, _) => (Kind::Send, true, None),
-        (Opcode::RdmaWrite, WrDetail::Rdma { remote_addr, rkey }) => {
-            (Kind::Write, false, Some((remote_addr, rkey)))
-        }
-        (Opcode::RdmaWriteImm, WrDetail::Rdma { remote_addr, rkey }) => {
-            (Kind::Write, true, Some((remote_addr, rkey)))
-        }
-        _ => {
-            wc.status = status::LOC_QP_OP_ERR;
-            return (wc, true);
-        }
+    let st = match Msg::of(&w) {
+        Ok(m) => send_packets(dev, s, slot, a, w.payload, &m),
+        Err(st) => st,
     };
-    let len = match w.payload {
-        Payload::Inline { len } => u64::from(len),
-        Payload::Sges { length, .. } => length,
-    };
-    if len > MAX_MSG {
-        wc.status = status::LOC_LEN_ERR;
+    if st != status::SUCCESS {
+        wc.status = st;
         return (wc, true);
     }
+    wc.byte_len = w.payload.bytes() as u32;
+    (wc, signaled)
+}
+
+/// Sends message `m`'s packets, its payload gathered from `payload` in
+/// `slot`, and records the next PSN; returns the WQE's status.
+fn send_packets(
+    dev: &Device<Rrxe>,
+    s: &QpShared,
+    slot: &[u8],
+    a: &QpAttrs,
+    payload: Payload,
+    m: &Msg,
+) -> u32 {
+    let d = dev.data();
     let mtu = mtu_bytes(a.path_mtu);
-    let n = seq::packets(len, mtu as u32);
-    let solicited = w.send_flags & wqe::SEND_SOLICITED != 0;
+    let n = seq::packets(m.len, mtu as u32);
     let local = dev.has_gid(1, &a.av.dgid);
     let out = net::connected_out(a, s.qpn);
     let mut buf = KVec::new();
-    if local && buf.resize(mtu.min(len as usize), 0u8, GFP_KERNEL).is_err() {
-        wc.status = status::LOC_QP_OP_ERR;
-        return (wc, true);
+    if local
+        && buf
+            .resize(mtu.min(m.len as usize), 0u8, GFP_KERNEL)
+            .is_err()
+    {
+        return status::LOC_QP_OP_ERR;
     }
     let dst = if local { d.qp(a.dest_qp_num) } else { None };
-    let mut cur = Gather::new(slot, w.payload);
+    let mut cur = Gather::new(slot, payload);
     let mut psn = a.sq_psn & 0x00ff_ffff;
     let mut sent = 0u64;
+    let mut st = status::SUCCESS;
     for i in 0..n {
         // A local peer destroyed mid-message (its process killed, say)
         // takes nothing more: the rest of the message is lost, as it would
@@ -206,80 +171,38 @@ pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (
             break;
         }
         let pos = Pos::of(i as u32, n as u32);
-        let plen = (len - sent).min(mtu as u64) as usize;
-        let bth = Bth {
-            opcode: seq::opcode(kind, pos, imm),
-            se: pos.ends() && solicited,
-            pkey: 0xffff,
-            dqpn: a.dest_qp_num,
-            psn,
-            ..Default::default()
-        };
-        let r = if pos.starts() {
-            reth.map(|(va, rkey)| Reth {
-                va,
-                rkey,
-                len: len as u32,
-            })
-        } else {
-            None
-        };
-        let im = (pos.ends() && imm).then_some(w.ex);
-        let mut gather_failed = false;
-        if local {
-            let b = &mut buf[..plen];
-            if cur.read(d, s.pd, b).is_err() {
-                gather_failed = true;
-            } else {
-                d.count(Counter::SentPkts, 1);
-                d.count(Counter::SentBytes, plen as u64);
+        let plen = (m.len - sent).min(mtu as u64) as usize;
+        let h = m.headers(pos, psn, a.dest_qp_num);
+        let fill = |b: &mut [u8]| cur.read(d, s.pd, b);
+        let r = if local {
+            tx::local(d, &mut buf[..plen], fill).map(|b| {
                 if let Some(dq) = dst.as_ref() {
-                    d.count(Counter::RcvdPkts, 1);
-                    d.count(Counter::RcvdBytes, plen as u64);
+                    tx::received(d, b.len());
                     let p = UcPkt {
                         psn,
-                        opcode: bth.opcode,
-                        se: bth.se,
-                        reth: r,
-                        imm: im,
+                        opcode: h.bth.opcode,
+                        se: h.bth.se,
+                        reth: h.reth,
+                        imm: h.imm,
                         payload: b,
                         sgid: out.sgid,
                         dgid: out.dgid,
                     };
                     receive(d, dq, &p);
                 }
-            }
+            })
         } else {
-            let mut h = [0u8; hdr::BTH + hdr::RETH + hdr::IMMDT];
-            let mut off = hdr::BTH;
-            let _ = bth.write(&mut h);
-            if let Some(r) = r {
-                let _ = r.write(&mut h[off..]);
-                off += hdr::RETH;
-            }
-            if let Some(x) = im {
-                h[off..off + hdr::IMMDT].copy_from_slice(&x.to_ne_bytes());
-                off += hdr::IMMDT;
-            }
-            let res = net::xmit(dev, &out, &h[..off], plen, |b| {
-                cur.read(d, s.pd, b).inspect_err(|_| gather_failed = true)
-            });
-            if res.is_err() && !gather_failed {
-                // Lost on the way out: UC does not retry.
-                d.count(Counter::SendErr, 1);
-            }
-        }
-        if gather_failed {
-            wc.status = status::LOC_PROT_ERR;
-            s.inner.lock().attrs.sq_psn = psn;
-            return (wc, true);
+            tx::send(dev, &out, &h, plen, fill)
+        };
+        if r.is_err() {
+            st = status::LOC_PROT_ERR;
+            break;
         }
         sent += plen as u64;
         psn = seq::psn_add(psn, 1);
     }
     s.inner.lock().attrs.sq_psn = psn;
-    wc.byte_len = len as u32;
-    (wc, signaled)
+    st
 }
 
 /// A UC packet from the wire (checked by `net::rx`).
@@ -529,46 +452,4 @@ fn recv_write(
         }
     }
     true
-}
-
-/// Writes `data` into a receive WQE's SGEs starting `offset` bytes in.
-pub fn scatter_at(d: &RrxeDev, pd: usize, slot: &[u8], n: u32, offset: u64, data: &[u8]) -> Result {
-    scatter_sges(d, pd, slot, wqe::RECV_HDR, n, offset, data)
-}
-
-/// Writes `data` into the `n` SGEs at `base` in a WQE (a receive WQE's, or
-/// an RDMA READ's), starting `offset` bytes in; each SGE's lkey must allow
-/// local write.
-pub fn scatter_sges(
-    d: &RrxeDev,
-    pd: usize,
-    slot: &[u8],
-    base: usize,
-    n: u32,
-    offset: u64,
-    data: &[u8],
-) -> Result {
-    let mut skip = offset;
-    let mut done = 0usize;
-    for i in 0..n {
-        if done == data.len() {
-            break;
-        }
-        let sge = wqe::sge_at(slot, base, i).ok_or(EINVAL)?;
-        let l = u64::from(sge.length);
-        if skip >= l {
-            skip -= l;
-            continue;
-        }
-        let k = (l - skip).min((data.len() - done) as u64) as usize;
-        let at = sge.addr.checked_add(skip).ok_or(EINVAL)?;
-        let m = mr::lookup_mr(d, sge.lkey, pd, access::LOCAL_WRITE, at, k as u64)?;
-        m.write(at, &data[done..done + k])?;
-        done += k;
-        skip = 0;
-    }
-    if done != data.len() {
-        return Err(EINVAL);
-    }
-    Ok(())
 }

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The user doorbell, and UD: sending, local delivery, receiving.
+//! The unreliable datagram transport: sending, local delivery, receiving.
 //!
-//! The user doorbell (`post_send` without work requests) takes the send
-//! queue's WQEs one by one, under the QP's send lock: each is copied out of
-//! the ring and validated (`logic::wqe`); UC WQEs go to `uc`. A UD WQE's
+//! The doorbell (`sq`) hands this file each UD WQE it took. A UD WQE's
 //! address (its AH, checked against the QP's PD, or the address vector
 //! embedded by older providers) and memory keys are checked, and its
 //! payload is gathered. A datagram whose destination GID belongs to this
@@ -15,26 +13,26 @@
 //! scattered into it, and a receive completion. Anything that cannot be
 //! delivered is dropped, as UD allows.
 
-use crate::ib::{device::Device, object::Qp, qp::QpType, stats::Counter};
+use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
-    access,
     cqe::{flags, net_type, status, Wc},
-    hdr::{self, Bth, Deth},
+    hdr::{self, Bth, Deth, Headers},
     mcast,
-    mtu::IbMtu,
+    mtu::mtu_bytes,
     pkt::{self, IpOut},
     qp::QpState,
-    wqe::{self, LegacyAv, Opcode, Payload, Transport, WrDetail},
+    wqe::{self, LegacyAv, Opcode, Transport, WrDetail},
 };
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
-    mr,
-    net::{self, RxPkt},
+    net::RxPkt,
     qp::QpShared,
-    uc,
+    sge::{scatter_at, Gather},
+    sq::take_send,
+    tx,
 };
 use core::sync::atomic::Ordering;
-use kernel::{prelude::*, sync::Arc};
+use kernel::prelude::*;
 
 /// Size of the GRH at the start of every UD receive buffer.
 const GRH: usize = 40;
@@ -55,98 +53,8 @@ struct Datagram<'a> {
     payload: &'a [u8],
 }
 
-/// The user doorbell: processes the send queue up to the producer index.
-/// `EINVAL` below RTS (as rxe); in ERR, posted WQEs are flushed.
-pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
-    process_sq(q.device(), &q.data().shared)
-}
-
-/// Works through a QP's send queue (the user doorbell, and the QP's send
-/// task). RC QPs have their own engine (`rc`).
-pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
-    {
-        let mut g = s.inner.lock();
-        match g.attrs.state {
-            QpState::Rts => {}
-            QpState::Err => {
-                crate::rrxe::qp::flush(s, &mut g);
-                return Ok(());
-            }
-            _ => return Err(EINVAL),
-        }
-    }
-    let ty = s.ty;
-    if ty == QpType::Rc {
-        return crate::rrxe::rc::run(dev, s);
-    }
-    // One doorbell at a time works through a QP's send queue.
-    let _serial = s.send_lock.lock();
-    if s.is_dead() {
-        return Ok(());
-    }
-    let size = s.inner.lock().sq.geometry().elem_size();
-    let mut slot = KVec::new();
-    slot.resize(size, 0u8, GFP_KERNEL)?;
-    loop {
-        let (attrs, signaled) = {
-            let mut g = s.inner.lock();
-            if g.attrs.state != QpState::Rts || !g.sq.pop(&mut slot) {
-                break;
-            }
-            (g.attrs, s.sig_all)
-        };
-        let (wc, sig) = if ty != QpType::Uc {
-            send_one(dev, s, &slot, attrs.qkey)
-        } else {
-            uc::send_one(dev, s, &slot, &attrs)
-        };
-        if sig || signaled || wc.status != status::SUCCESS {
-            let _ = s.send_wc(&wc);
-        }
-        if wc.status != status::SUCCESS {
-            // A failed WQE puts the QP in the error state and flushes the
-            // rest, as rxe does.
-            let mut g = s.inner.lock();
-            g.attrs.state = QpState::Err;
-            crate::rrxe::qp::flush(s, &mut g);
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Validates a send WQE copied out of `s`'s send queue: the WQE with its
-/// completion so far (id, QP, opcode), or the error completion to post.
-pub(crate) fn take_send(s: &QpShared, slot: &[u8], t: Transport) -> Result<(wqe::SendWqe, Wc), Wc> {
-    let mut wc = Wc {
-        wr_id: wqe::wr_id(slot).unwrap_or(0),
-        qp_num: s.qpn,
-        qp_cookie: s.handle,
-        ..Default::default()
-    };
-    match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
-        // Fast registration is for kernel consumers only.
-        Ok(w) if w.opcode == wqe::Opcode::RegMr && !s.kernel => Err(Wc {
-            status: status::LOC_QP_OP_ERR,
-            ..wc
-        }),
-        Ok(w) => {
-            wc.opcode = w.opcode.wc_opcode();
-            Ok((w, wc))
-        }
-        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => Err(Wc {
-            status: status::LOC_LEN_ERR,
-            ..wc
-        }),
-        Err(_) => Err(Wc {
-            status: status::LOC_QP_OP_ERR,
-            ..wc
-        }),
-    }
-}
-
-/// Sends one WQE; returns its completion and whether it asked for one.
-fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
+/// Sends one UD WQE; returns its completion and whether it asked for one.
+pub(crate) fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
     let d = dev.data();
     let (w, mut wc) = match take_send(s, slot, Transport::Ud) {
         Ok(x) => x,
@@ -163,37 +71,12 @@ fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     };
-    // The address: an AH of the QP's PD, or (ah_num 0, older providers)
-    // the address vector embedded in the WQE, whose source must be one of
-    // this device's GIDs.
-    let av = if ah_num == 0 {
-        match wqe::legacy_av(slot) {
-            Some(l) if dev.has_gid(1, &l.sgid) => LegacyAv { ..l },
-            _ => {
-                wc.status = status::LOC_QP_OP_ERR;
-                return (wc, true);
-            }
-        }
-    } else {
-        match d.ah_pool().get(ah_num).filter(|a| a.pd == s.pd) {
-            Some(ah) => LegacyAv {
-                sgid: ah.sgid,
-                dgid: ah.av.dgid,
-                flow_label: ah.av.flow_label,
-                hop_limit: ah.av.hop_limit,
-                traffic_class: ah.av.traffic_class,
-            },
-            None => {
-                wc.status = status::LOC_QP_OP_ERR;
-                return (wc, true);
-            }
-        }
+    let Some(av) = address(dev, s, slot, ah_num) else {
+        wc.status = status::LOC_QP_OP_ERR;
+        return (wc, true);
     };
-    let mtu = IbMtu::from_raw(d.active_mtu()).map_or(256, |m| m.bytes()) as u64;
-    let len = match w.payload {
-        Payload::Inline { len } => u64::from(len),
-        Payload::Sges { length, .. } => length,
-    };
+    let mtu = mtu_bytes(d.active_mtu()) as u64;
+    let len = w.payload.bytes();
     if len > mtu {
         wc.status = status::LOC_LEN_ERR;
         return (wc, true);
@@ -203,7 +86,10 @@ fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     }
-    if gather(d, s, slot, w.payload, &mut buf).is_err() {
+    if Gather::new(slot, w.payload)
+        .read(d, s.pd, &mut buf)
+        .is_err()
+    {
         wc.status = status::LOC_PROT_ERR;
         return (wc, true);
     }
@@ -227,21 +113,45 @@ fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc
         sl: 0,
         payload: &buf,
     };
+    send_datagram(dev, &dg);
+    (wc, signaled)
+}
+
+/// The address of a UD WQE: an AH of the QP's PD, or (`ah_num` 0, older
+/// providers) the address vector embedded in the WQE, whose source must be
+/// one of this device's GIDs.
+fn address(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], ah_num: u32) -> Option<LegacyAv> {
+    if ah_num == 0 {
+        return wqe::legacy_av(slot).filter(|l| dev.has_gid(1, &l.sgid));
+    }
+    let ah = dev.data().ah_pool().get(ah_num).filter(|a| a.pd == s.pd)?;
+    Some(LegacyAv {
+        sgid: ah.sgid,
+        dgid: ah.av.dgid,
+        flow_label: ah.av.flow_label,
+        hop_limit: ah.av.hop_limit,
+        traffic_class: ah.av.traffic_class,
+    })
+}
+
+/// Sends a datagram: to the members of its multicast group, here and on
+/// the wire; to a QP of this device; or on the wire.
+fn send_datagram(dev: &Device<Rrxe>, dg: &Datagram<'_>) {
+    let d = dev.data();
     if mcast::is_mcast_gid(&dg.dgid) {
         for n in mcast_members(d, &dg.dgid).iter() {
-            deliver_local(d, &Datagram { dqpn: *n, ..dg });
+            deliver_local(d, &Datagram { dqpn: *n, ..*dg });
         }
         // Members on other hosts hear it on the wire.
-        let _ = send_wire(dev, &dg, wqe::MCAST_QPN);
+        let _ = send_wire(dev, dg, wqe::MCAST_QPN);
     } else if dev.has_gid(1, &dg.dgid) {
         d.count(Counter::SentPkts, 1);
-        d.count(Counter::SentBytes, len);
-        deliver_local(d, &dg);
-    } else if send_wire(dev, &dg, dg.dqpn).is_err() {
+        d.count(Counter::SentBytes, dg.payload.len() as u64);
+        deliver_local(d, dg);
+    } else if send_wire(dev, dg, dg.dqpn).is_err() {
         // Unroutable or no memory: lost, as a datagram may be.
         d.count(Counter::SendErr, 1);
     }
-    (wc, signaled)
 }
 
 /// The QPs of this device attached to a multicast group.
@@ -258,8 +168,7 @@ fn mcast_members(d: &RrxeDev, gid: &[u8; 16]) -> KVec<u32> {
 
 /// Local delivery counts as a packet sent and received.
 fn deliver_local(d: &RrxeDev, dg: &Datagram<'_>) {
-    d.count(Counter::RcvdPkts, 1);
-    d.count(Counter::RcvdBytes, dg.payload.len() as u64);
+    tx::received(d, dg.payload.len());
     deliver(d, dg);
 }
 
@@ -271,26 +180,19 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
     } else {
         hdr::UD_SEND_ONLY
     };
-    let mut h = [0u8; hdr::BTH + hdr::DETH + hdr::IMMDT];
-    let bth = Bth {
-        opcode,
-        se: dg.solicited,
-        pkey: 0xffff,
-        dqpn,
-        ..Default::default()
-    };
-    bth.write(&mut h).ok_or(EINVAL)?;
-    Deth {
-        qkey: dg.qkey,
-        sqpn: dg.sqpn,
-    }
-    .write(&mut h[hdr::BTH..])
-    .ok_or(EINVAL)?;
-    let n = if let Some(imm) = dg.imm {
-        h[hdr::BTH + hdr::DETH..].copy_from_slice(&imm.to_ne_bytes());
-        h.len()
-    } else {
-        hdr::BTH + hdr::DETH
+    let h = Headers {
+        deth: Some(Deth {
+            qkey: dg.qkey,
+            sqpn: dg.sqpn,
+        }),
+        imm: dg.imm,
+        ..Headers::new(Bth {
+            opcode,
+            se: dg.solicited,
+            pkey: 0xffff,
+            dqpn,
+            ..Default::default()
+        })
     };
     let out = IpOut {
         sgid: dg.sgid,
@@ -300,7 +202,7 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
         flow_label: dg.flow_label,
         sport: pkt::udp_sport(dg.flow_label, dg.sqpn, dqpn),
     };
-    net::xmit(dev, &out, &h[..n], dg.payload.len(), |b| {
+    tx::xmit(dev, &out, &h, dg.payload.len(), |b| {
         b.copy_from_slice(dg.payload);
         Ok(())
     })
@@ -336,35 +238,6 @@ pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
     } else if !mcast::is_mcast_gid(&p.ip.dgid) {
         deliver(d, &dg);
     }
-}
-
-/// Copies a send WQE's payload into `buf` (its exact length).
-fn gather(d: &RrxeDev, s: &QpShared, slot: &[u8], p: Payload, buf: &mut [u8]) -> Result {
-    match p {
-        Payload::Inline { len } => {
-            let src = slot
-                .get(wqe::SEND_HDR..wqe::SEND_HDR + len as usize)
-                .ok_or(EINVAL)?;
-            if src.len() != buf.len() {
-                return Err(EINVAL);
-            }
-            buf.copy_from_slice(src);
-        }
-        Payload::Sges { n, .. } => {
-            let mut pos = 0usize;
-            for i in 0..n {
-                let sge = wqe::sge_at(slot, wqe::SEND_HDR, i).ok_or(EINVAL)?;
-                let l = sge.length as usize;
-                if l == 0 {
-                    continue;
-                }
-                let m = mr::lookup_mr(d, sge.lkey, s.pd, 0, sge.addr, l as u64)?;
-                m.read(sge.addr, buf.get_mut(pos..pos + l).ok_or(EINVAL)?)?;
-                pos += l;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The GRH a receiver finds: for IPv4 (IPv4-mapped GIDs) 20 zero bytes and
@@ -440,7 +313,9 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     wc.status = match wqe::parse_recv(&slot, max_sge) {
         Err(_) => status::LOC_QP_OP_ERR,
         Ok(r) if r.length < total as u64 => status::LOC_LEN_ERR,
-        Ok(r) => match scatter(d, &qp, &slot, r.num_sge, &grh(dg), dg.payload) {
+        Ok(r) => match scatter_at(d, qp.pd, &slot, r.num_sge, 0, &grh(dg))
+            .and_then(|()| scatter_at(d, qp.pd, &slot, r.num_sge, GRH as u64, dg.payload))
+        {
             Ok(()) => status::SUCCESS,
             Err(_) => status::LOC_PROT_ERR,
         },
@@ -460,45 +335,6 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         }
     }
     let _ = qp.recv_wc(&wc, dg.solicited);
-}
-
-/// Writes `a` then `b` across a receive WQE's SGEs.
-fn scatter(d: &RrxeDev, qp: &QpShared, slot: &[u8], n: u32, a: &[u8], b: &[u8]) -> Result {
-    let mut src = Iterator::chain(a.iter(), b.iter()).copied();
-    let mut left = a.len() + b.len();
-    let mut chunk = [0u8; 256];
-    for i in 0..n {
-        if left == 0 {
-            break;
-        }
-        let sge = wqe::sge_at(slot, wqe::RECV_HDR, i).ok_or(EINVAL)?;
-        let take = left.min(sge.length as usize);
-        if take == 0 {
-            continue;
-        }
-        let m = mr::lookup_mr(
-            d,
-            sge.lkey,
-            qp.pd,
-            access::LOCAL_WRITE,
-            sge.addr,
-            take as u64,
-        )?;
-        let mut done = 0usize;
-        while done < take {
-            let k = (take - done).min(chunk.len());
-            for c in chunk.iter_mut().take(k) {
-                *c = src.next().ok_or(EINVAL)?;
-            }
-            m.write(sge.addr + done as u64, &chunk[..k])?;
-            done += k;
-        }
-        left -= take;
-    }
-    if left != 0 {
-        return Err(EINVAL);
-    }
-    Ok(())
 }
 
 impl RrxeDev {

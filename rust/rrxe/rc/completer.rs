@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC completer: takes ACKs, NAKs, read responses and atomic ACKs for
+//! the requester's WQEs, finishes them, and rewinds or waits on sequence
+//! NAKs and RNR NAKs.
+
+use super::{
+    complete_ready,
+    timer::{arm, restart, rnr_wait},
+    RcPkt, RcState,
+};
+use crate::ib::{device::Device, qp::QpType, stats::Counter};
+use crate::logic::{
+    access,
+    cqe::status,
+    flights::{nak_status, FState, Flight, Response},
+    qp::{QpAttrs, QpState},
+    rc::{self, op, Nak, Syndrome},
+    uc::Pos,
+    wqe::{self, Opcode, Payload},
+};
+use crate::rrxe::{
+    device::{Rrxe, RrxeDev},
+    mr,
+    qp::QpShared,
+    sge::scatter_sges,
+};
+use kernel::sync::Arc;
+
+/// What a response did to the requester.
+#[derive(Default)]
+struct Effect {
+    /// A WQE finished or moved on: the retransmit timer restarts.
+    progressed: bool,
+    /// The requester was rewound to send again.
+    rewound: bool,
+}
+
+/// Takes an ACK, NAK, read response or atomic ACK for QP `s`.
+pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
+    if s.ty != QpType::Rc {
+        return;
+    }
+    let kick = {
+        let mut rc = s.rc.lock();
+        if s.is_dead() {
+            return;
+        }
+        // The ring's lock only for the attributes and the consumer index
+        // (which only `complete_ready` moves while the QP is not in ERR):
+        // the scatter of read data and the atomic result happen under `rc`
+        // alone.
+        let (a, cons) = {
+            let g = s.inner.lock();
+            (g.attrs, g.sq.consumer())
+        };
+        if !matches!(a.state, QpState::Rts | QpState::Sqd | QpState::Sqe) {
+            return;
+        }
+        if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
+            return;
+        }
+        let syn = p
+            .aeth
+            .map(|x| Syndrome::parse(x.syndrome))
+            .unwrap_or(Some(Syndrome::Ack));
+        let Some(syn) = syn else { return };
+        let e = take(dev.data(), s, &mut rc, &a, cons, p, syn);
+        if e.progressed {
+            rc.win.retry_left = a.retry_cnt;
+            rc.backoff.on_progress();
+            restart(&mut rc, &a);
+        }
+        complete_ready(s, &mut rc, &mut s.inner.lock());
+        let kick = (e.rewound && rc.rnr_until.is_none())
+            || ((e.progressed || e.rewound) && rc.win.stalled);
+        if kick {
+            rc.win.stalled = false;
+        }
+        arm(s, &mut rc);
+        kick
+    };
+    if kick {
+        s.kick();
+    }
+}
+
+/// Applies response `p`, with syndrome `syn`, to the requester's window
+/// (consumer index `cons`).
+fn take(
+    d: &RrxeDev,
+    s: &QpShared,
+    rc: &mut RcState,
+    a: &QpAttrs,
+    cons: u32,
+    p: &RcPkt<'_>,
+    syn: Syndrome,
+) -> Effect {
+    // Any acknowledgement at or past the oldest outstanding PSN is
+    // progress: it restarts the retransmit timer and the retry count.
+    let mut e = Effect {
+        progressed: syn == Syndrome::Ack && rc.win.acks_outstanding(cons, p.psn),
+        rewound: false,
+    };
+    if e.progressed {
+        rc.win.acked = Some(p.psn);
+    }
+    // Everything wholly before this PSN is acknowledged by it, up to the
+    // first WQE that needs a response of its own.
+    let plain_ack = p.opcode == op::ACK && syn == Syndrome::Ack;
+    let (k, acked) = rc.win.ack_through(cons, p.psn, plain_ack);
+    e.progressed |= acked;
+    let Some((k, i)) = rc.win.target(cons, k) else {
+        return e;
+    };
+    match (p.opcode, syn) {
+        (op::ACK, Syndrome::Ack) => {}
+        (op::ACK, Syndrome::Rnr(code)) => {
+            d.count(Counter::RcvRnr, 1);
+            if rc.retry(cons, k, true, a.rnr_retry) {
+                e.rewound = true;
+                rnr_wait(rc, rc::rnr_wait_us(code));
+            } else {
+                d.count(Counter::RnrRetryExceeded, 1);
+            }
+        }
+        (op::ACK, Syndrome::Nak(Nak::Seq)) => {
+            d.count(Counter::RcvSeqErr, 1);
+            if rc.retry(cons, k, false, a.retry_cnt) {
+                rc.win.resume_at(cons, k, p.psn);
+                e.rewound = true;
+            } else {
+                d.count(Counter::RetryExceeded, 1);
+            }
+        }
+        (op::ACK, Syndrome::Nak(n)) => {
+            if let Some(f) = rc.win.flights[i].as_mut() {
+                if rc::psn_diff(p.psn, f.first_psn) >= 0 {
+                    f.finish(nak_status(n));
+                }
+            }
+        }
+        (op::ATOMIC_ACK, Syndrome::Ack) => {
+            if let Some(orig) = p.atmack {
+                e.progressed |= atomic_ack(d, s, rc, i, p.psn, orig);
+            }
+        }
+        (o, Syndrome::Ack) => {
+            if let Some(pos) = rc::read_resp_pos(o) {
+                e.progressed |= read_response(d, s, rc, i, p, pos);
+            }
+        }
+        _ => {}
+    }
+    e
+}
+
+/// An atomic ACK for the flight in slot `i`: the original value goes to
+/// the WQE's first SGE and the WQE finishes. Returns whether it did.
+fn atomic_ack(d: &RrxeDev, s: &QpShared, rc: &mut RcState, i: usize, psn: u32, orig: u64) -> bool {
+    let Some(mut f) = rc.win.flights[i] else {
+        return false;
+    };
+    if f.state != FState::Sent
+        || !matches!(f.w.opcode, Opcode::CmpSwap | Opcode::FetchAdd)
+        || f.first_psn != psn
+    {
+        return false;
+    }
+    let st = match wqe::sge_at(rc.shadow(i), wqe::SEND_HDR, 0) {
+        Some(sge) if sge.length >= 8 => {
+            match mr::lookup_mr(d, sge.lkey, s.pd, access::LOCAL_WRITE, sge.addr, 8) {
+                Ok(m) if m.write(sge.addr, &orig.to_ne_bytes()).is_ok() => status::SUCCESS,
+                _ => status::LOC_PROT_ERR,
+            }
+        }
+        _ => status::LOC_PROT_ERR,
+    };
+    f.wc.byte_len = 8;
+    f.finish(st);
+    rc.win.flights[i] = Some(f);
+    true
+}
+
+/// One read response packet (or the empty one that answers ATOMIC WRITE
+/// and FLUSH) for the flight in slot `i`. Out-of-order packets are
+/// ignored. Returns whether it made progress.
+fn read_response(
+    d: &RrxeDev,
+    s: &QpShared,
+    rc: &mut RcState,
+    i: usize,
+    p: &RcPkt<'_>,
+    pos: Pos,
+) -> bool {
+    let Some(mut f) = rc.win.flights[i] else {
+        return false;
+    };
+    if f.state != FState::Sent {
+        return false;
+    }
+    let st = read_data(d, s, rc.shadow(i), &mut f, p, pos);
+    if let Some(st) = st {
+        f.finish(st);
+        f.wc.byte_len = f.len as u32;
+    }
+    rc.win.flights[i] = Some(f);
+    st.is_some() || f.got > 0
+}
+
+/// Takes a read response's payload for flight `f`, whose WQE is in
+/// `slot`: `Some(status)` once the WQE is finished, `None` while more is
+/// due.
+fn read_data(
+    d: &RrxeDev,
+    s: &QpShared,
+    slot: &[u8],
+    f: &mut Flight,
+    p: &RcPkt<'_>,
+    pos: Pos,
+) -> Option<u32> {
+    let n = p.payload.len() as u64;
+    let last = match f.check_response(p.psn, pos, n) {
+        Response::Ignore => return None,
+        Response::Finish(st) => return Some(st),
+        Response::Data { last } => last,
+    };
+    let nsge = match f.w.payload {
+        Payload::Sges { n, .. } => n,
+        Payload::Inline { .. } => return Some(status::LOC_PROT_ERR),
+    };
+    if n > 0 && scatter_sges(d, s.pd, slot, wqe::SEND_HDR, nsge, f.got, p.payload).is_err() {
+        return Some(status::LOC_PROT_ERR);
+    }
+    f.got += n;
+    last.then_some(status::SUCCESS)
+}

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC responder's execution of a request at the expected PSN: SENDs
+//! into receive WQEs, WRITEs, READs, atomics, ATOMIC WRITE and FLUSH, each
+//! checked against the QP's rights, the rkey, the PD and the bounds.
+
+use super::{
+    responder::{add_res, ReadResp, Reply},
+    state::Res,
+    RcPkt, RcState,
+};
+use crate::ib::stats::Counter;
+use crate::logic::{
+    access,
+    cqe::{flags, status, Wc},
+    qp::QpAttrs,
+    rc::{self, Nak, Req, Syndrome},
+    uc::{packets, psn_add, Pos},
+    wqe,
+};
+use crate::rrxe::{
+    device::RrxeDev,
+    mr::{self, Copy},
+    qp::QpShared,
+    sge::scatter_at,
+};
+use kernel::prelude::*;
+
+/// Why a request fails: the NAK to send and the status of the receive WQE
+/// in hand.
+type Fail = (Nak, u32);
+const INV_REQ: Fail = (Nak::InvReq, status::REM_INV_REQ_ERR);
+const REM_ACCESS: Fail = (Nak::RemAccess, status::REM_ACCESS_ERR);
+
+fn key_fail(e: Error) -> Fail {
+    let _ = e;
+    REM_ACCESS
+}
+
+/// A request at the expected PSN, and where it goes.
+struct Ctx<'a, 'p> {
+    d: &'a RrxeDev,
+    s: &'a QpShared,
+    a: &'a QpAttrs,
+    p: &'a RcPkt<'p>,
+    /// The payload bytes every packet but a message's last carries.
+    mtu: usize,
+}
+
+impl Ctx<'_, '_> {
+    /// The ACK this packet asks for, if it asks.
+    fn ack(&self, rc: &RcState) -> Reply {
+        if self.p.ack_req {
+            Reply::Ack {
+                psn: self.p.psn,
+                syn: Syndrome::Ack,
+                msn: rc.msn,
+            }
+        } else {
+            Reply::None
+        }
+    }
+
+    /// Every packet but a message's last carries exactly one segment.
+    fn bad_len(&self, pos: Pos) -> bool {
+        if pos.ends() {
+            self.p.payload.len() > self.mtu
+        } else {
+            self.p.payload.len() != self.mtu
+        }
+    }
+
+    /// Checks that `rkey` grants `need` on `len` bytes at `va` in the QP's
+    /// PD (a zero-length request needs no valid key).
+    fn check_key(&self, rkey: u32, need: u32, va: u64, len: u32) -> core::result::Result<(), Fail> {
+        if len > 0 {
+            mr::lookup_key(
+                self.d,
+                rkey,
+                self.s.pd,
+                self.s.qpn,
+                need,
+                va,
+                u64::from(len),
+            )
+            .map_err(key_fail)?;
+        }
+        Ok(())
+    }
+
+    /// A single-packet request done: the expected PSN and the MSN move on.
+    fn done_one(&self, rc: &mut RcState) {
+        rc.epsn = psn_add(self.p.psn, 1);
+        rc.msn = psn_add(rc.msn, 1);
+    }
+}
+
+/// Carries out the request at the expected PSN.
+pub(super) fn execute(
+    d: &RrxeDev,
+    s: &QpShared,
+    rc: &mut RcState,
+    a: &QpAttrs,
+    p: &RcPkt<'_>,
+    req: Req,
+    pos: Pos,
+) -> core::result::Result<Reply, Fail> {
+    let c = Ctx {
+        d,
+        s,
+        a,
+        p,
+        mtu: p.seg(a),
+    };
+    // Reads and atomics need responder resources: with none granted
+    // (max_dest_rd_atomic 0) they are invalid requests, as in rxe.
+    if matches!(
+        req,
+        Req::Read | Req::CmpSwap | Req::FetchAdd | Req::AtomicWrite | Req::Flush
+    ) && a.max_dest_rd_atomic == 0
+    {
+        return Err(INV_REQ);
+    }
+    match req {
+        Req::Send { imm, inv } => send(&c, rc, pos, imm, inv),
+        Req::Write { imm } => write(&c, rc, pos, imm),
+        Req::Read => read(&c, rc),
+        Req::CmpSwap | Req::FetchAdd => atomic(&c, rc, req == Req::CmpSwap),
+        Req::AtomicWrite => atomic_write(&c, rc),
+        Req::Flush => flush(&c, rc),
+    }
+}
+
+/// Takes a receive WQE for the message (into the reused buffer); without
+/// one, the RNR NAK to send.
+fn hold_recv(d: &RrxeDev, s: &QpShared, rc: &mut RcState, a: &QpAttrs, psn: u32) -> Option<Reply> {
+    let mut slot = core::mem::take(&mut rc.spare);
+    match s.pop_recv(&mut slot) {
+        Some(max) => {
+            rc.held = Some((slot, max));
+            None
+        }
+        None => {
+            rc.spare = slot;
+            d.count(Counter::SndRnr, 1);
+            Some(Reply::Ack {
+                psn,
+                syn: Syndrome::Rnr(a.min_rnr_timer),
+                msn: rc.msn,
+            })
+        }
+    }
+}
+
+/// A SEND packet: its payload goes into the held receive WQE, which
+/// completes with the message's last packet.
+fn send(
+    c: &Ctx<'_, '_>,
+    rc: &mut RcState,
+    pos: Pos,
+    imm: bool,
+    inv: bool,
+) -> core::result::Result<Reply, Fail> {
+    let (d, s, p) = (c.d, c.s, c.p);
+    if !rc::op_sequence_ok(rc.msg, true, pos) || c.bad_len(pos) {
+        return Err(INV_REQ);
+    }
+    if pos.starts() && rc.held.is_none() {
+        if let Some(rnr) = hold_recv(d, s, rc, c.a, p.psn) {
+            return Ok(rnr);
+        }
+        rc.offset = 0;
+    }
+    let Some((slot, max)) = rc.held.as_ref() else {
+        return Err(INV_REQ);
+    };
+    let r = wqe::parse_recv(slot, *max).map_err(|_| (Nak::RemOp, status::LOC_QP_OP_ERR))?;
+    let n = p.payload.len() as u64;
+    if rc.offset + n > r.length {
+        return Err((Nak::InvReq, status::LOC_LEN_ERR));
+    }
+    if n > 0 && scatter_at(d, s.pd, slot, r.num_sge, rc.offset, p.payload).is_err() {
+        return Err((Nak::RemOp, status::LOC_PROT_ERR));
+    }
+    rc.offset += n;
+    rc.epsn = psn_add(p.psn, 1);
+    if !pos.ends() {
+        rc.msg = Some(true);
+        return Ok(c.ack(rc));
+    }
+    let mut wc = Wc {
+        opcode: wqe::WC_RECV,
+        byte_len: rc.offset as u32,
+        qp_num: s.qpn,
+        qp_cookie: s.handle,
+        port_num: 1,
+        ..Default::default()
+    };
+    if imm {
+        wc.wc_flags |= flags::WITH_IMM;
+        wc.ex = p.imm.unwrap_or(0);
+    }
+    if inv {
+        let key = p.ieth.unwrap_or(0);
+        if mr::invalidate(d, key, s.pd).is_err() {
+            return Err(INV_REQ);
+        }
+        wc.wc_flags |= flags::WITH_INVALIDATE;
+        wc.ex = key;
+    }
+    if let Some((slot, _)) = rc.held.take() {
+        wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
+        let _ = s.recv_wc(&wc, p.se);
+        rc.spare = slot;
+    }
+    rc.msg = None;
+    rc.offset = 0;
+    rc.msn = psn_add(rc.msn, 1);
+    Ok(c.ack(rc))
+}
+
+/// An RDMA WRITE packet: its payload goes to the memory the first
+/// packet's RETH named; the immediate data of the last takes a receive WQE.
+fn write(
+    c: &Ctx<'_, '_>,
+    rc: &mut RcState,
+    pos: Pos,
+    imm: bool,
+) -> core::result::Result<Reply, Fail> {
+    let (d, s, p) = (c.d, c.s, c.p);
+    if !rc::op_sequence_ok(rc.msg, false, pos) {
+        return Err(INV_REQ);
+    }
+    if c.a.qp_access_flags & access::REMOTE_WRITE == 0 || c.bad_len(pos) {
+        return Err(INV_REQ);
+    }
+    if pos.starts() {
+        let reth = p.reth.ok_or(INV_REQ)?;
+        c.check_key(reth.rkey, access::REMOTE_WRITE, reth.va, reth.len)?;
+        rc.write = Some((reth.va, reth.rkey, u64::from(reth.len)));
+        rc.offset = 0;
+    }
+    let (va, rkey, len) = rc.write.ok_or(INV_REQ)?;
+    let n = p.payload.len() as u64;
+    if rc.offset + n > len || (pos.ends() && rc.offset + n != len) {
+        return Err(INV_REQ);
+    }
+    // The immediate data needs a receive WQE before anything is written by
+    // this packet (an RNR NAK has it sent again).
+    if imm && rc.held.is_none() {
+        if let Some(rnr) = hold_recv(d, s, rc, c.a, p.psn) {
+            return Ok(rnr);
+        }
+    }
+    if n > 0 {
+        let at = va.checked_add(rc.offset).ok_or(REM_ACCESS)?;
+        mr::copy_by_key(
+            d,
+            rkey,
+            s.pd,
+            s.qpn,
+            access::REMOTE_WRITE,
+            at,
+            Copy::Into(p.payload),
+        )
+        .map_err(key_fail)?;
+    }
+    rc.offset += n;
+    rc.epsn = psn_add(p.psn, 1);
+    if !pos.ends() {
+        rc.msg = Some(false);
+        return Ok(c.ack(rc));
+    }
+    rc.msg = None;
+    rc.write = None;
+    rc.offset = 0;
+    rc.msn = psn_add(rc.msn, 1);
+    if imm {
+        if let Some((slot, _)) = rc.held.take() {
+            let wc = Wc {
+                opcode: wqe::WC_RECV_RDMA_WITH_IMM,
+                byte_len: len as u32,
+                wc_flags: flags::WITH_IMM,
+                ex: p.imm.unwrap_or(0),
+                qp_num: s.qpn,
+                qp_cookie: s.handle,
+                port_num: 1,
+                wr_id: wqe::wr_id(&slot).unwrap_or(0),
+                ..Default::default()
+            };
+            let _ = s.recv_wc(&wc, p.se);
+            rc.spare = slot;
+        }
+    }
+    Ok(c.ack(rc))
+}
+
+/// An RDMA READ request: checked, kept as a resource, answered by read
+/// responses.
+fn read(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> {
+    if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_READ == 0 {
+        return Err(INV_REQ);
+    }
+    let p = c.p;
+    let reth = p.reth.ok_or(INV_REQ)?;
+    c.check_key(reth.rkey, access::REMOTE_READ, reth.va, reth.len)?;
+    let n = packets(u64::from(reth.len), c.mtu as u32) as u32;
+    add_res(
+        rc,
+        Res::Read {
+            first_psn: p.psn,
+            last_psn: psn_add(p.psn, n - 1),
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.len,
+        },
+    );
+    rc.epsn = psn_add(p.psn, n);
+    rc.msn = psn_add(rc.msn, 1);
+    Ok(Reply::Read(ReadResp {
+        psn: p.psn,
+        va: reth.va,
+        rkey: reth.rkey,
+        len: reth.len,
+        msn: rc.msn,
+        seg: c.mtu,
+    }))
+}
+
+/// A compare-and-swap (`cas`) or fetch-and-add, under the device's atomics
+/// lock.
+fn atomic(c: &Ctx<'_, '_>, rc: &mut RcState, cas: bool) -> core::result::Result<Reply, Fail> {
+    if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_ATOMIC == 0 {
+        return Err(INV_REQ);
+    }
+    let (d, s, p) = (c.d, c.s, c.p);
+    let atm = p.atm.ok_or(INV_REQ)?;
+    if atm.va & 7 != 0 {
+        return Err(INV_REQ);
+    }
+    let (m, at) = mr::lookup_key(d, atm.rkey, s.pd, s.qpn, access::REMOTE_ATOMIC, atm.va, 8)
+        .map_err(key_fail)?;
+    let orig = {
+        let _g = d.atomics().lock();
+        let mut b = [0u8; 8];
+        m.read(at, &mut b).map_err(key_fail)?;
+        let orig = u64::from_ne_bytes(b);
+        let new = if cas {
+            if orig == atm.compare {
+                atm.swap_add
+            } else {
+                orig
+            }
+        } else {
+            orig.wrapping_add(atm.swap_add)
+        };
+        m.write(at, &new.to_ne_bytes()).map_err(key_fail)?;
+        orig
+    };
+    add_res(rc, Res::Atomic { psn: p.psn, orig });
+    c.done_one(rc);
+    Ok(Reply::Atomic {
+        psn: p.psn,
+        orig,
+        msn: rc.msn,
+    })
+}
+
+/// An ATOMIC WRITE of eight aligned bytes.
+fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> {
+    if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_WRITE == 0 {
+        return Err(INV_REQ);
+    }
+    let (d, s, p) = (c.d, c.s, c.p);
+    let reth = p.reth.ok_or(INV_REQ)?;
+    if reth.va & 7 != 0 || p.payload.len() != 8 || reth.len != 8 {
+        return Err(INV_REQ);
+    }
+    let (m, at) = mr::lookup_key(d, reth.rkey, s.pd, s.qpn, access::REMOTE_WRITE, reth.va, 8)
+        .map_err(key_fail)?;
+    {
+        let _g = d.atomics().lock();
+        m.write(at, p.payload).map_err(key_fail)?;
+    }
+    add_res(rc, Res::Empty { psn: p.psn });
+    c.done_one(rc);
+    Ok(Reply::Empty {
+        psn: p.psn,
+        msn: rc.msn,
+    })
+}
+
+/// A FLUSH: the rkey must grant the flush type asked for.
+fn flush(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> {
+    if rc.msg.is_some() {
+        return Err(INV_REQ);
+    }
+    let p = c.p;
+    let reth = p.reth.ok_or(INV_REQ)?;
+    let feth = p.feth.ok_or(INV_REQ)?;
+    let ty = feth & 0xf;
+    let mut need = 0;
+    if ty & 1 != 0 {
+        need |= access::FLUSH_GLOBAL;
+    }
+    if ty & 2 != 0 {
+        need |= access::FLUSH_PERSISTENT;
+    }
+    c.check_key(reth.rkey, need, reth.va, reth.len)?;
+    // Memory here is ordinary RAM written by the CPU: once the copies are
+    // done, the data is globally visible.
+    add_res(rc, Res::Empty { psn: p.psn });
+    c.done_one(rc);
+    Ok(Reply::Empty {
+        psn: p.psn,
+        msn: rc.msn,
+    })
+}

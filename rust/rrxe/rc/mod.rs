@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The reliable connected transport: requester, completer and responder,
+//! and the delivery of their packets.
+//!
+//! **Requester** (`requester`). Send WQEs stay in the ring until they
+//! complete, so that a process cannot post more than the ring holds. The
+//! requester copies each WQE into a kernel shadow slot when it first takes
+//! it (retransmissions use that copy, never the ring again), validates it,
+//! gives it its PSNs and sends its packets: SENDs and WRITEs segmented at
+//! the path MTU, one request for READs, atomics, ATOMIC WRITE and FLUSH.
+//! Memory-window binds and local invalidations run in place, in order, once
+//! every earlier WQE has completed. At most [`rc::MAX_UNACKED`] PSNs are
+//! outstanding, reads and atomics are bounded by `max_rd_atomic`, and a
+//! fenced WQE waits for earlier reads and atomics (the window's arithmetic
+//! is `logic::flights`). One runner at a time: the QP's send lock.
+//!
+//! **Completer** (`completer`, `timer`). ACKs (also implied by later
+//! responses), read responses and atomic ACKs retire WQEs in order. A
+//! sequence NAK or the retransmit timer (4.096 µs · 2^timeout) rewinds the
+//! requester to the first unfinished WQE, within `retry_cnt`; an RNR NAK
+//! waits the time its code gives, within `rnr_retry` (7: without limit).
+//! Other NAKs complete the WQE with the error rxe reports, and the QP
+//! enters ERR, flushing the rest.
+//!
+//! **Responder** (`responder`, `execute`). Checks the PSN (duplicates are
+//! re-ACKed, or replayed from the ring of responder resources for reads and
+//! atomics; one sequence NAK per gap), the opcode sequence, the QP's rights
+//! and, on every packet, the rkey (MR or window), PD and bounds. SENDs take
+//! a receive WQE or are refused with an RNR NAK. Class A and C errors NAK
+//! and put the QP in ERR.
+//!
+//! Packets to a GID of this device go straight to the peer QP's responder or
+//! completer; the others go on the wire as RoCEv2. No RC lock is held while
+//! a packet is delivered or sent, so two QPs may talk to each other.
+
+mod completer;
+mod execute;
+mod requester;
+mod responder;
+mod state;
+mod timer;
+
+pub use completer::completer;
+pub use requester::run;
+pub use responder::responder;
+pub use state::RcState;
+
+use crate::ib::device::Device;
+use crate::logic::{
+    cqe::status,
+    hdr::{self, Aeth, AtmEth, Headers, Reth},
+    mtu::mtu_bytes,
+    qp::{QpAttrs, QpState},
+    rc,
+};
+use crate::rrxe::{
+    device::Rrxe,
+    net::{self, RxPkt},
+    qp::{self as qpm, QpInner, QpShared},
+    tx::{self, Packet},
+};
+use kernel::prelude::*;
+
+/// The segment size between QPs of one device: packets that never reach a
+/// wire carry up to 64 KiB each (a lever DESIGN.md names: fewer, larger
+/// steps for the same message; PSNs count these segments).
+pub const LOCAL_SEG: usize = 64 * 1024;
+
+/// One packet, from the wire or from a local peer.
+pub struct RcPkt<'a> {
+    /// Opcode.
+    pub opcode: u8,
+    /// Solicited event.
+    pub se: bool,
+    /// AckReq.
+    pub ack_req: bool,
+    /// PSN.
+    pub psn: u32,
+    /// RETH.
+    pub reth: Option<Reth>,
+    /// AtomicETH.
+    pub atm: Option<AtmEth>,
+    /// AETH.
+    pub aeth: Option<Aeth>,
+    /// AtomicAckETH: the original value.
+    pub atmack: Option<u64>,
+    /// Immediate data (as stored, network order).
+    pub imm: Option<u32>,
+    /// IETH: the rkey to invalidate.
+    pub ieth: Option<u32>,
+    /// FETH.
+    pub feth: Option<u32>,
+    /// Payload.
+    pub payload: &'a [u8],
+    /// Source GID.
+    pub sgid: [u8; 16],
+    /// Destination GID.
+    pub dgid: [u8; 16],
+    /// Delivered in place from a QP of this device (segments of up to
+    /// [`LOCAL_SEG`] bytes instead of the path MTU).
+    pub local: bool,
+}
+
+impl RcPkt<'_> {
+    /// The payload bytes every packet but a message's last carries.
+    fn seg(&self, a: &QpAttrs) -> usize {
+        if self.local {
+            LOCAL_SEG
+        } else {
+            mtu_bytes(a.path_mtu)
+        }
+    }
+
+    /// A packet for a QP of this device, with the headers `h` and the
+    /// addresses of attributes `a`.
+    fn local<'a>(h: &Headers, payload: &'a [u8], a: &QpAttrs) -> RcPkt<'a> {
+        RcPkt {
+            opcode: h.bth.opcode,
+            se: h.bth.se,
+            ack_req: h.bth.ack_req,
+            psn: h.bth.psn,
+            reth: h.reth,
+            atm: h.atm,
+            aeth: h.aeth,
+            atmack: h.atmack,
+            imm: h.imm,
+            ieth: h.ieth,
+            feth: h.feth,
+            payload,
+            sgid: a.av.sgid,
+            dgid: a.av.dgid,
+            local: true,
+        }
+    }
+}
+
+/// Sends a packet to the QP's peer: delivered in place when the peer's GID
+/// is this device's, otherwise on the wire. `Err` if its payload could not
+/// be gathered (nothing was sent).
+fn emit(
+    dev: &Device<Rrxe>,
+    s: &QpShared,
+    a: &QpAttrs,
+    tx: &Packet,
+    slot: &[u8],
+    buf: &mut KVVec<u8>,
+) -> Result {
+    let d = dev.data();
+    let fill = |b: &mut [u8]| tx.fill(d, s.pd, s.qpn, slot, b);
+    if !dev.has_gid(1, &a.av.dgid) {
+        return tx::send(dev, &net::connected_out(a, s.qpn), &tx.hdrs, tx.len, fill);
+    }
+    if buf.len() < tx.len {
+        buf.resize(tx.len, 0u8, GFP_KERNEL)?;
+    }
+    let b = tx::local(d, &mut buf[..tx.len], fill)?;
+    // A packet for a QP that is gone is lost, as on the wire.
+    if let Some(peer) = d.qp(a.dest_qp_num) {
+        tx::received(d, b.len());
+        let p = RcPkt::local(&tx.hdrs, b, a);
+        if rc::is_response(p.opcode) {
+            completer(dev, &peer, &p);
+        } else {
+            responder(dev, &peer, &p);
+        }
+    }
+    Ok(())
+}
+
+/// Puts the QP in ERR from inside the transport, flushing both queues.
+fn to_err(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
+    if g.attrs.state != QpState::Err {
+        g.attrs.state = QpState::Err;
+    }
+    qpm::flush(s, g);
+    rc.on_error(s);
+}
+
+/// Retires finished WQEs from the head of the send queue, in order. In ERR
+/// the flush has completed the ring's WQEs already: nothing to do.
+fn complete_ready(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
+    if g.attrs.state == QpState::Err {
+        return;
+    }
+    while let Some(f) = rc.win.retire(g.sq.consumer()) {
+        let _ = g.sq.consume();
+        if f.signaled || s.sig_all || f.wc.status != status::SUCCESS {
+            let _ = s.send_wc(&f.wc);
+        }
+        if f.wc.status != status::SUCCESS {
+            to_err(s, rc, g);
+            return;
+        }
+    }
+    if rc.win.oldest_outstanding(g.sq.consumer()).is_none() {
+        rc.deadline = None;
+    }
+}
+
+/// An RC packet from the wire (checked by `net::rx`).
+pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
+    let d = dev.data();
+    let Some(qp) = d.qp(p.bth.dqpn) else { return };
+    let be32 = |o: Option<usize>, n: usize| {
+        o.and_then(|o| p.udp.get(o..o + n))
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let atmack = p.layout.atmack.and_then(|o| p.udp.get(o..o + 8)).map(|b| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(b);
+        u64::from_be_bytes(x)
+    });
+    let pkt = RcPkt {
+        opcode: p.bth.opcode,
+        se: p.bth.se,
+        ack_req: p.bth.ack_req,
+        psn: p.bth.psn,
+        reth: p.layout.reth.and_then(|o| Reth::parse(&p.udp[o..])),
+        atm: p.layout.atmeth.and_then(|o| AtmEth::parse(&p.udp[o..])),
+        aeth: p.layout.aeth.and_then(|o| Aeth::parse(&p.udp[o..])),
+        atmack,
+        imm: p.imm(),
+        ieth: be32(p.layout.ieth, hdr::IETH),
+        feth: be32(p.layout.feth, hdr::FETH),
+        payload: p.payload,
+        sgid: p.ip.sgid,
+        dgid: p.ip.dgid,
+        local: false,
+    };
+    if rc::is_response(pkt.opcode) {
+        completer(dev, &qp, &pkt);
+    } else {
+        responder(dev, &qp, &pkt);
+    }
+}

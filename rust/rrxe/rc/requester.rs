@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC requester: takes send WQEs into its window, builds their packets
+//! and sends them, and runs binds, registrations and invalidations in
+//! place.
+
+use super::{
+    complete_ready, emit,
+    timer::{arm, restart, tick},
+    RcState, LOCAL_SEG,
+};
+use crate::ib::device::Device;
+use crate::logic::{
+    cqe::status,
+    flights::{FState, Flight},
+    hdr::{AtmEth, Bth, Headers, Reth},
+    mtu::mtu_bytes,
+    qp::{QpAttrs, QpState},
+    rc::{self, op},
+    uc::{psn_add, Pos},
+    wqe::{self, Opcode, SendWqe, Transport, WrDetail},
+};
+use crate::rrxe::{
+    device::{Rrxe, RrxeDev},
+    mr,
+    qp::{QpInner, QpShared},
+    sq::take_send,
+    tx::{Packet, Src},
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// What the requester does next.
+enum Step {
+    /// Nothing to do now.
+    Idle,
+    /// Something changed without sending; look again.
+    Again,
+    /// Send this packet of the WQE in shadow slot `slot`.
+    Send(Packet, usize),
+    /// Run the local operation (bind, invalidate, registration) of the
+    /// oldest WQE, in shadow slot `slot`.
+    Local(usize),
+}
+
+/// Runs the requester (the doorbell, and the QP's task): timers first,
+/// then packets until the send queue is empty or the requester must wait.
+pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
+    let _serial = s.send_lock.lock();
+    if s.is_dead() {
+        return Ok(());
+    }
+    tick(dev, s);
+    let mut slot = KVec::new();
+    let mut buf = s.req_buf.lock();
+    {
+        let rc = s.rc.lock();
+        slot.resize(rc.elem, 0u8, GFP_KERNEL)?;
+    }
+    loop {
+        let (step, a) = {
+            let mut rc = s.rc.lock();
+            let mut g = s.inner.lock();
+            let step = prepare(dev, s, &mut rc, &mut g, &mut slot);
+            (step, g.attrs)
+        };
+        match step {
+            Step::Idle => break,
+            Step::Again => continue,
+            Step::Local(i) => run_local(dev.data(), s, i),
+            Step::Send(tx, i) => {
+                if emit(dev, s, &a, &tx, &slot, &mut buf).is_err() {
+                    // The WQE's memory keys failed: it completes in error.
+                    let mut rc = s.rc.lock();
+                    let mut g = s.inner.lock();
+                    rc.win.finish(i, status::LOC_PROT_ERR);
+                    complete_ready(s, &mut rc, &mut g);
+                }
+            }
+        }
+    }
+    arm(s, &mut s.rc.lock());
+    Ok(())
+}
+
+/// Runs the local operation of the oldest WQE, in slot `i`, and completes
+/// it.
+fn run_local(d: &RrxeDev, s: &QpShared, i: usize) {
+    let mut rc = s.rc.lock();
+    let Some(f) = rc.win.flights[i] else { return };
+    if f.state == FState::Done {
+        return;
+    }
+    rc.win.finish(i, local_op(d, s, &f.w));
+    rc.win.next += 1;
+    complete_ready(s, &mut rc, &mut s.inner.lock());
+}
+
+/// Picks the next packet (or local operation) under the QP's locks.
+fn prepare(
+    dev: &Device<Rrxe>,
+    s: &QpShared,
+    rc: &mut RcState,
+    g: &mut QpInner,
+    slot: &mut [u8],
+) -> Step {
+    let a = g.attrs;
+    if a.state != QpState::Rts || rc.rnr_until.is_some() {
+        return Step::Idle;
+    }
+    let cons = g.sq.consumer();
+    let k = rc.win.next;
+    let i = rc.win.slot_of(cons, k);
+    if k == rc.win.taken {
+        if rc.win.full() || !g.sq.peek(k, slot) {
+            return Step::Idle;
+        }
+        take_new(dev, s, rc, &a, i, slot);
+    } else {
+        slot.copy_from_slice(rc.shadow(i));
+    }
+    let Some(mut f) = rc.win.flights[i] else {
+        return Step::Idle;
+    };
+    if f.state == FState::Done {
+        // Finished early (invalid, or failed locally): completes in order.
+        rc.win.pass_finished(&f);
+        complete_ready(s, rc, g);
+        return Step::Again;
+    }
+    if f.local() {
+        // In place, once everything before it has completed; run by the
+        // caller without the ring's lock (it looks up and may release MRs).
+        if k != 0 {
+            rc.win.stalled = true;
+            return Step::Idle;
+        }
+        return Step::Local(i);
+    }
+    if rc.win.must_wait(&f, a.max_rd_atomic) || rc.win.window_full(cons) {
+        rc.win.stalled = true;
+        return Step::Idle;
+    }
+    let Some((tx, last)) = build(&f, rc.win.off, &a, slot) else {
+        f.finish(status::LOC_QP_OP_ERR);
+        rc.win.flights[i] = Some(f);
+        return Step::Again;
+    };
+    rc.win.sent(i, f, tx.hdrs.bth.psn, tx.len as u64, last);
+    // As rxe does, every packet sent restarts the retransmit timer: it
+    // measures silence after the last packet, so a slow responder still
+    // working through a burst is not taken for a lost one.
+    restart(rc, &a);
+    Step::Send(tx, i)
+}
+
+/// Takes the WQE just copied into `slot` into the window: into its shadow
+/// slot `i`, validated, given its PSNs.
+fn take_new(
+    dev: &Device<Rrxe>,
+    s: &QpShared,
+    rc: &mut RcState,
+    a: &QpAttrs,
+    i: usize,
+    slot: &[u8],
+) {
+    rc.set_shadow(i, slot);
+    let seg = if dev.has_gid(1, &a.av.dgid) {
+        LOCAL_SEG
+    } else {
+        mtu_bytes(a.path_mtu)
+    } as u32;
+    let f = match take_send(s, slot, Transport::Rc) {
+        Ok((w, wc)) => Flight::new(w, wc, rc.win.psn, seg),
+        Err(wc) => Flight::failed(wc, rc.win.psn, seg),
+    };
+    rc.win.take(i, f);
+}
+
+/// The next packet of flight `f`, `off` bytes of which are sent, and
+/// whether it is the WQE's last; `None` for an operation RC cannot send.
+fn build(f: &Flight, off: u64, a: &QpAttrs, slot: &[u8]) -> Option<(Packet, bool)> {
+    let bth = Bth {
+        pkey: 0xffff,
+        dqpn: a.dest_qp_num,
+        ..Default::default()
+    };
+    if f.segmented() {
+        return Some(segment(f, off, bth));
+    }
+    request(f, bth, slot).map(|tx| (tx, true))
+}
+
+/// The packet of a SEND or WRITE that starts `off` bytes in, and whether
+/// it is the last.
+fn segment(f: &Flight, off: u64, mut bth: Bth) -> (Packet, bool) {
+    let mtu = u64::from(f.seg.max(1));
+    let idx = (off / mtu) as u32;
+    let pos = Pos::of(idx, f.npkts);
+    let imm = matches!(f.w.opcode, Opcode::SendImm | Opcode::RdmaWriteImm);
+    let mut h = Headers::default();
+    bth.psn = psn_add(f.first_psn, idx);
+    if matches!(f.w.opcode, Opcode::RdmaWrite | Opcode::RdmaWriteImm) {
+        bth.opcode = rc::write_opcode(pos, imm);
+        if pos.starts() {
+            if let WrDetail::Rdma { remote_addr, rkey } = f.w.detail {
+                h.reth = Some(Reth {
+                    va: remote_addr,
+                    rkey,
+                    len: f.len as u32,
+                });
+            }
+        }
+    } else {
+        bth.opcode = rc::send_opcode(pos, imm, f.w.opcode == Opcode::SendInv);
+        if pos.ends() && f.w.opcode == Opcode::SendInv {
+            h.ieth = Some(f.w.ex);
+        }
+    }
+    if pos.ends() && imm {
+        h.imm = Some(f.w.ex);
+    }
+    bth.se = pos.ends() && f.w.send_flags & wqe::SEND_SOLICITED != 0;
+    bth.ack_req = pos.ends() || (idx + 1) % rc::ACK_EVERY == 0;
+    h.bth = bth;
+    let tx = Packet {
+        hdrs: h,
+        len: (f.len - off).min(mtu) as usize,
+        src: Src::Wqe {
+            payload: f.w.payload,
+            off,
+        },
+    };
+    (tx, pos.ends())
+}
+
+/// The one packet of a READ, an atomic, ATOMIC WRITE or FLUSH.
+fn request(f: &Flight, mut bth: Bth, slot: &[u8]) -> Option<Packet> {
+    bth.psn = f.first_psn;
+    bth.ack_req = true;
+    let mut tx = Packet::new(Headers::default());
+    match (f.w.opcode, f.w.detail) {
+        (Opcode::RdmaRead, WrDetail::Rdma { remote_addr, rkey }) => {
+            bth.opcode = op::READ_REQUEST;
+            tx.hdrs.reth = Some(Reth {
+                va: remote_addr,
+                rkey,
+                len: f.len as u32,
+            });
+        }
+        (
+            Opcode::CmpSwap | Opcode::FetchAdd,
+            WrDetail::Atomic {
+                remote_addr,
+                compare_add,
+                swap,
+                rkey,
+            },
+        ) => {
+            let cas = f.w.opcode == Opcode::CmpSwap;
+            bth.opcode = if cas { op::CMP_SWAP } else { op::FETCH_ADD };
+            tx.hdrs.atm = Some(AtmEth {
+                va: remote_addr,
+                rkey,
+                swap_add: if cas { swap } else { compare_add },
+                compare: if cas { compare_add } else { 0 },
+            });
+        }
+        (Opcode::AtomicWrite, WrDetail::Rdma { remote_addr, rkey }) => {
+            bth.opcode = op::ATOMIC_WRITE;
+            tx.hdrs.reth = Some(Reth {
+                va: remote_addr,
+                rkey,
+                len: 8,
+            });
+            tx.len = 8;
+            tx.src = Src::Bytes(wqe::atomic_write_value(slot).unwrap_or([0; 8]));
+        }
+        (
+            Opcode::Flush,
+            WrDetail::Flush {
+                remote_addr,
+                length,
+                rkey,
+                ty,
+                level,
+            },
+        ) => {
+            bth.opcode = op::FLUSH;
+            tx.hdrs.feth = Some(u32::from(ty & 0xf) | (u32::from(level & 3) << 4));
+            tx.hdrs.reth = Some(Reth {
+                va: remote_addr,
+                rkey,
+                len: length,
+            });
+        }
+        _ => return None,
+    }
+    tx.hdrs.bth = bth;
+    Some(tx)
+}
+
+/// A memory-window bind or a local invalidation; returns the status.
+fn local_op(d: &RrxeDev, s: &QpShared, w: &SendWqe) -> u32 {
+    match w.detail {
+        WrDetail::Mw {
+            addr,
+            length,
+            mr_lkey,
+            mw_rkey,
+            rkey,
+            access,
+        } => match mr::bind_mw(d, s.pd, s.qpn, mw_rkey, rkey, mr_lkey, addr, length, access) {
+            Ok(()) => status::SUCCESS,
+            Err(_) => status::MW_BIND_ERR,
+        },
+        WrDetail::Reg {
+            mr_key,
+            key,
+            access,
+        } => match mr::reg_fast(d, s.pd, mr_key, key, access) {
+            Ok(()) => status::SUCCESS,
+            Err(_) => status::MW_BIND_ERR,
+        },
+        WrDetail::Inv { rkey } => match mr::invalidate(d, rkey, s.pd) {
+            Ok(()) => status::SUCCESS,
+            Err(_) => status::LOC_QP_OP_ERR,
+        },
+        _ => status::LOC_QP_OP_ERR,
+    }
+}

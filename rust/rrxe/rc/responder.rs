@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC responder: checks a request's PSN, replays duplicates, has the
+//! expected request executed (`execute`) and sends the reply: an ACK or
+//! NAK, an atomic ACK, or read response packets.
+
+use super::{emit, execute::execute, state::Res, to_err, RcPkt, RcState};
+use crate::ib::{device::Device, qp::QpType, stats::Counter};
+use crate::logic::{
+    cqe::Wc,
+    hdr::{Aeth, Bth, Headers},
+    qp::{QpAttrs, QpState},
+    rc::{self, op, Nak, PsnCheck, Req, Syndrome},
+    uc::{packets, psn_add, Pos},
+    wqe,
+};
+use crate::rrxe::{
+    device::{Rrxe, RrxeDev},
+    qp::QpShared,
+    tx::{Packet, Src},
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// The responder's answer to a request, sent once its lock is dropped.
+pub(super) enum Reply {
+    /// Nothing.
+    None,
+    /// An ACK or NAK for `psn`.
+    Ack { psn: u32, syn: Syndrome, msn: u32 },
+    /// An atomic ACK with the original value.
+    Atomic { psn: u32, orig: u64, msn: u32 },
+    /// An empty read response (ATOMIC WRITE, FLUSH).
+    Empty { psn: u32, msn: u32 },
+    /// Read response packets.
+    Read(ReadResp),
+}
+
+/// Read response packets from `psn` on: `len` bytes at `va` of `rkey`,
+/// `seg` bytes per packet, with `msn`.
+pub(super) struct ReadResp {
+    pub(super) psn: u32,
+    pub(super) va: u64,
+    pub(super) rkey: u32,
+    pub(super) len: u32,
+    pub(super) msn: u32,
+    pub(super) seg: usize,
+}
+
+/// Takes a request packet for QP `s`.
+pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
+    if s.ty != QpType::Rc {
+        return;
+    }
+    let Some((req, pos)) = rc::classify_req(p.opcode) else {
+        return;
+    };
+    let a = s.inner.lock().attrs;
+    if !matches!(
+        a.state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    ) {
+        return;
+    }
+    if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
+        return;
+    }
+    let d = dev.data();
+    let reply = {
+        let mut rc = s.rc.lock();
+        if s.is_dead() {
+            return;
+        }
+        match rc::check_psn(p.psn, rc.epsn) {
+            PsnCheck::Ahead => ahead(d, &mut rc),
+            PsnCheck::Duplicate => {
+                d.count(Counter::DupReq, 1);
+                duplicate(&rc, &a, p, req)
+            }
+            PsnCheck::Expected => {
+                rc.nak_sent = false;
+                match execute(d, s, &mut rc, &a, p, req, pos) {
+                    Ok(r) => r,
+                    Err((nak, st)) => fail(s, &mut rc, p, nak, st),
+                }
+            }
+        }
+    };
+    send_reply(dev, s, &a, reply);
+}
+
+/// A request ahead of the expected PSN: one sequence NAK per gap.
+fn ahead(d: &RrxeDev, rc: &mut RcState) -> Reply {
+    if rc.nak_sent {
+        return Reply::None;
+    }
+    rc.nak_sent = true;
+    d.count(Counter::OutOfSeqReq, 1);
+    Reply::Ack {
+        psn: rc.epsn,
+        syn: Syndrome::Nak(Nak::Seq),
+        msn: rc.msn,
+    }
+}
+
+/// A class A or C error: completes the receive WQE in hand with `st`, puts
+/// the QP in ERR, and NAKs the request with `nak`.
+fn fail(s: &QpShared, rc: &mut RcState, p: &RcPkt<'_>, nak: Nak, st: u32) -> Reply {
+    if let Some((slot, _)) = rc.held.take() {
+        let wc = Wc {
+            status: st,
+            qp_num: s.qpn,
+            qp_cookie: s.handle,
+            wr_id: wqe::wr_id(&slot).unwrap_or(0),
+            opcode: wqe::WC_RECV,
+            ..Default::default()
+        };
+        let _ = s.recv_wc(&wc, false);
+    }
+    let msn = rc.msn;
+    let mut g = s.inner.lock();
+    to_err(s, rc, &mut g);
+    Reply::Ack {
+        psn: p.psn,
+        syn: Syndrome::Nak(nak),
+        msn,
+    }
+}
+
+/// Stores a responder resource, replacing the oldest.
+pub(super) fn add_res(rc: &mut RcState, r: Res) {
+    if rc.res.is_empty() {
+        return;
+    }
+    let n = rc.res.len();
+    rc.res[rc.res_next % n] = Some(r);
+    rc.res_next = (rc.res_next + 1) % n;
+}
+
+/// A request behind the expected PSN: SENDs and WRITEs are ACKed again,
+/// reads and atomics replayed from their resource; anything else dropped.
+fn duplicate(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
+    let msn = rc.msn;
+    match req {
+        Req::Send { .. } | Req::Write { .. } => Reply::Ack {
+            psn: psn_add(rc.epsn, 0x00ff_ffff),
+            syn: Syndrome::Ack,
+            msn,
+        },
+        Req::Read => duplicate_read(rc, a, p),
+        Req::CmpSwap | Req::FetchAdd => {
+            for r in rc.res.iter().flatten() {
+                if let Res::Atomic { psn, orig } = *r {
+                    if psn == p.psn {
+                        return Reply::Atomic { psn, orig, msn };
+                    }
+                }
+            }
+            Reply::None
+        }
+        Req::AtomicWrite | Req::Flush => {
+            for r in rc.res.iter().flatten() {
+                if let Res::Empty { psn } = *r {
+                    if psn == p.psn {
+                        return Reply::Empty { psn, msn };
+                    }
+                }
+            }
+            Reply::None
+        }
+    }
+}
+
+/// A duplicate READ: replayed when a resource covers its PSN and the
+/// memory it asks for.
+fn duplicate_read(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
+    let Some(reth) = p.reth else {
+        return Reply::None;
+    };
+    for r in rc.res.iter().flatten() {
+        if let Res::Read {
+            first_psn,
+            last_psn,
+            va,
+            rkey,
+            len,
+        } = *r
+        {
+            let inside = rc::psn_diff(p.psn, first_psn) >= 0 && rc::psn_diff(p.psn, last_psn) <= 0;
+            let end = va.checked_add(u64::from(len));
+            let req_end = reth.va.checked_add(u64::from(reth.len));
+            if inside
+                && reth.rkey == rkey
+                && reth.va >= va
+                && matches!((end, req_end), (Some(e), Some(re)) if re <= e)
+            {
+                return Reply::Read(ReadResp {
+                    psn: p.psn,
+                    va: reth.va,
+                    rkey,
+                    len: reth.len,
+                    msn: rc.msn,
+                    seg: p.seg(a),
+                });
+            }
+        }
+    }
+    Reply::None
+}
+
+/// A reply packet of `opcode` for `psn`, to the QP's peer, with an AETH of
+/// `syn` and `msn` (unless `aeth` is false).
+fn reply_pkt(a: &QpAttrs, opcode: u8, psn: u32, aeth: Option<(Syndrome, u32)>) -> Packet {
+    let bth = Bth {
+        opcode,
+        pkey: 0xffff,
+        dqpn: a.dest_qp_num,
+        psn,
+        ..Default::default()
+    };
+    let mut tx = Packet::new(Headers::new(bth));
+    tx.hdrs.aeth = aeth.map(|(syn, msn)| Aeth {
+        syndrome: syn.byte(),
+        msn,
+    });
+    tx
+}
+
+/// Sends the responder's reply to the QP's peer.
+fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
+    let mut buf = s.reply_buf.lock();
+    let tx = match r {
+        Reply::None => return,
+        Reply::Ack { psn, syn, msn } => reply_pkt(a, op::ACK, psn, Some((syn, msn))),
+        Reply::Atomic { psn, orig, msn } => {
+            let mut tx = reply_pkt(a, op::ATOMIC_ACK, psn, Some((Syndrome::Ack, msn)));
+            tx.hdrs.atmack = Some(orig);
+            tx
+        }
+        Reply::Empty { psn, msn } => {
+            reply_pkt(a, op::READ_RESP_ONLY, psn, Some((Syndrome::Ack, msn)))
+        }
+        Reply::Read(r) => {
+            send_read(dev, s, a, &mut buf, &r);
+            return;
+        }
+    };
+    let _ = emit(dev, s, a, &tx, &[], &mut buf);
+}
+
+/// Sends read response packets.
+fn send_read(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, buf: &mut KVVec<u8>, r: &ReadResp) {
+    let ReadResp {
+        psn,
+        va,
+        rkey,
+        len,
+        msn,
+        seg,
+    } = *r;
+    let mtu = seg as u64;
+    let n = packets(u64::from(len), mtu as u32) as u32;
+    let mut off = 0u64;
+    for j in 0..n {
+        // A responder destroyed mid-read (its process killed, say) sends
+        // nothing more.
+        if s.is_dead() {
+            break;
+        }
+        let pos = Pos::of(j, n);
+        let plen = (u64::from(len) - off).min(mtu);
+        let aeth = (pos != Pos::Middle).then_some((Syndrome::Ack, msn));
+        let mut tx = reply_pkt(a, rc::read_resp_opcode(pos), psn_add(psn, j), aeth);
+        tx.len = plen as usize;
+        let Some(at) = va.checked_add(off) else { break };
+        tx.src = Src::Key { rkey, va: at };
+        if emit(dev, s, a, &tx, &[], buf).is_err() {
+            // The memory went away (a window invalidated, say): the
+            // requester learns it from a NAK.
+            let nak = reply_pkt(
+                a,
+                op::ACK,
+                psn_add(psn, j),
+                Some((Syndrome::Nak(Nak::RemAccess), msn)),
+            );
+            let _ = emit(dev, s, a, &nak, &[], buf);
+            break;
+        }
+        off += plen;
+    }
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An RC QP's transport state, under its `rc` lock: the requester's window
+//! and shadow copies of its WQEs, the timers' deadlines, and the
+//! responder's expected PSN, message in progress and resources.
+
+use crate::logic::{
+    cqe::{status, Wc},
+    flights::{Flight, Window},
+    rc::Backoff,
+    wqe,
+};
+use crate::rrxe::qp::QpShared;
+use kernel::{
+    prelude::*,
+    time::{hrtimer::ArcHrTimerHandle, Instant, Monotonic},
+};
+
+/// A responder resource: what a read or atomic did, to replay it.
+#[derive(Clone, Copy)]
+pub(super) enum Res {
+    /// An RDMA READ: its PSNs and what it read.
+    Read {
+        first_psn: u32,
+        last_psn: u32,
+        va: u64,
+        rkey: u32,
+        len: u32,
+    },
+    /// A compare-and-swap or fetch-and-add, with the value it found.
+    Atomic { psn: u32, orig: u64 },
+    /// ATOMIC WRITE and FLUSH: answered by an empty read response.
+    Empty { psn: u32 },
+}
+
+/// A QP's RC state, under its `rc` lock (taken before `inner`).
+pub struct RcState {
+    // Requester.
+    /// The WQEs taken, one entry per ring slot.
+    pub(super) win: Window<KVVec<Option<Flight>>>,
+    /// One shadow copy per ring slot, of `elem` bytes each.
+    shadow: KVVec<u8>,
+    pub(super) elem: usize,
+    /// The retransmit timer's backoff after expiries.
+    pub(super) backoff: Backoff,
+    /// When the oldest outstanding packet is retransmitted.
+    pub(super) deadline: Option<Instant<Monotonic>>,
+    /// The end of an RNR wait.
+    pub(super) rnr_until: Option<Instant<Monotonic>>,
+    /// The timer, while started, and when it fires.
+    pub(super) timer: Option<ArcHrTimerHandle<QpShared>>,
+    pub(super) timer_at: Option<Instant<Monotonic>>,
+    // Responder.
+    /// The PSN expected next.
+    pub(super) epsn: u32,
+    /// Messages completed.
+    pub(super) msn: u32,
+    /// A sequence NAK was sent for the current gap.
+    pub(super) nak_sent: bool,
+    /// The SEND (`true`) or WRITE message in progress.
+    pub(super) msg: Option<bool>,
+    /// The receive WQE of the message in progress, copied out.
+    pub(super) held: Option<(KVec<u8>, u32)>,
+    /// The buffer of the last receive WQE, reused for the next one (no
+    /// allocation per message once it has its size).
+    pub(super) spare: KVec<u8>,
+    /// Bytes of the message in progress received.
+    pub(super) offset: u64,
+    /// The WRITE in progress: address, rkey, length.
+    pub(super) write: Option<(u64, u32, u64)>,
+    /// The responder resources, a ring replacing the oldest.
+    pub(super) res: KVec<Option<Res>>,
+    pub(super) res_next: usize,
+}
+
+impl RcState {
+    /// State for a QP whose send ring has `slots` slots of `elem` bytes
+    /// (none for other transports).
+    pub fn new(slots: usize, elem: usize) -> Result<Self> {
+        let mut flights = KVVec::new();
+        let mut shadow = KVVec::new();
+        if slots > 0 {
+            flights.resize(slots, None, GFP_KERNEL)?;
+            shadow.resize(slots.checked_mul(elem).ok_or(EINVAL)?, 0u8, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            win: Window::new(flights),
+            shadow,
+            elem,
+            backoff: Backoff::default(),
+            deadline: None,
+            rnr_until: None,
+            timer: None,
+            timer_at: None,
+            epsn: 0,
+            msn: 0,
+            nak_sent: false,
+            msg: None,
+            held: None,
+            spare: KVec::new(),
+            offset: 0,
+            write: None,
+            res: KVec::new(),
+            res_next: 0,
+        })
+    }
+
+    /// Forgets everything the requester had taken (the ring was flushed or
+    /// the QP reset).
+    fn reset_requester(&mut self) {
+        self.win.reset();
+        self.backoff = Backoff::default();
+        self.deadline = None;
+        self.rnr_until = None;
+    }
+
+    /// Takes the timer's handle out; dropping it stops the timer (under the
+    /// `rc` lock and outside spinlocks: see `timer::arm`).
+    pub fn take_timer(&mut self) -> Option<ArcHrTimerHandle<QpShared>> {
+        self.timer_at = None;
+        self.timer.take()
+    }
+
+    /// The QP's destruction: drops the message in progress and returns the
+    /// receive WQE it held (to be freed outside spinlocks).
+    pub fn release(&mut self) -> Option<(KVec<u8>, u32)> {
+        self.msg = None;
+        self.write = None;
+        self.held.take()
+    }
+
+    /// The shadow copy of the WQE in slot `i`.
+    pub(super) fn shadow(&self, i: usize) -> &[u8] {
+        &self.shadow[i * self.elem..(i + 1) * self.elem]
+    }
+
+    /// Keeps a copy of the WQE in slot `i`.
+    pub(super) fn set_shadow(&mut self, i: usize, slot: &[u8]) {
+        self.shadow[i * self.elem..(i + 1) * self.elem].copy_from_slice(slot);
+    }
+
+    /// Spends a retry on the `k`-th WQE (see `Window::retry`); a rewind
+    /// clears the retransmit deadline.
+    pub(super) fn retry(&mut self, cons: u32, k: u32, rnr: bool, limit: u8) -> bool {
+        let rewound = self.win.retry(cons, k, rnr, limit);
+        if rewound {
+            self.deadline = None;
+        }
+        rewound
+    }
+
+    /// Sets the responder's expectations (`modify_qp` with RQ_PSN).
+    pub fn set_rq_psn(&mut self, psn: u32) {
+        self.epsn = psn & 0x00ff_ffff;
+        self.nak_sent = false;
+        self.msg = None;
+        self.offset = 0;
+        self.write = None;
+    }
+
+    /// Sets the requester's next PSN (`modify_qp` with SQ_PSN).
+    pub fn set_sq_psn(&mut self, psn: u32) {
+        self.win.psn = psn & 0x00ff_ffff;
+    }
+
+    /// Sizes the responder resources (`max_dest_rd_atomic`).
+    pub fn set_dest_rd_atomic(&mut self, n: u8) -> Result {
+        let n = (n as usize).max(1).next_power_of_two();
+        if self.res.len() != n {
+            let mut v = KVec::new();
+            v.resize(n, None, GFP_KERNEL)?;
+            self.res = v;
+            self.res_next = 0;
+        }
+        Ok(())
+    }
+
+    /// Takes the retry counters (`modify_qp` with RETRY_CNT/RNR_RETRY).
+    pub fn set_retries(&mut self, retry: u8, rnr: u8) {
+        self.win.retry_left = retry;
+        self.win.rnr_left = rnr;
+    }
+
+    /// The QP entered ERR: the receive WQE held for a message in progress
+    /// is flushed and the requester forgets its WQEs (the ring's flush
+    /// completes them).
+    pub fn on_error(&mut self, s: &QpShared) {
+        if let Some((slot, _)) = self.held.take() {
+            let wc = Wc {
+                status: status::WR_FLUSH_ERR,
+                qp_num: s.qpn,
+                qp_cookie: s.handle,
+                wr_id: wqe::wr_id(&slot).unwrap_or(0),
+                ..Default::default()
+            };
+            let _ = s.recv_wc(&wc, false);
+        }
+        self.msg = None;
+        self.write = None;
+        self.offset = 0;
+        self.reset_requester();
+    }
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC requester's timers: the retransmit deadline and the end of an
+//! RNR wait, both served by the QP's one hrtimer, which wakes the send
+//! task.
+
+use super::{complete_ready, RcState};
+use crate::ib::{device::Device, stats::Counter};
+use crate::logic::{
+    qp::{QpAttrs, QpState},
+    rc::Backoff,
+    uc::psn_add,
+};
+use crate::rrxe::{device::Rrxe, qp::QpShared};
+use kernel::{
+    sync::Arc,
+    time::{hrtimer::HrTimerPointer, Delta, Instant, Monotonic},
+};
+
+/// Starts the timer for the earliest of the retransmit deadline and the
+/// end of an RNR wait, unless it already fires by then.
+///
+/// Every handle stands for the QP's one timer, and dropping a handle
+/// cancels the timer, whichever start it came from: an old handle is
+/// dropped here, before the new start, under the `rc` lock. The caller
+/// holds no spinlock (the cancel may wait for a running callback).
+pub(super) fn arm(s: &Arc<QpShared>, rc: &mut RcState) {
+    // A QP being destroyed takes its timer out under this lock after
+    // marking itself dead: never start it again.
+    if s.is_dead() {
+        return;
+    }
+    let want = match (rc.deadline, rc.rnr_until) {
+        (Some(a), Some(b)) => {
+            if not_after(a, b) {
+                a
+            } else {
+                b
+            }
+        }
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => return,
+    };
+    if rc.timer.is_some() && rc.timer_at.is_some_and(|t| not_after(t, want)) {
+        return;
+    }
+    drop(rc.take_timer());
+    let now = Instant::<Monotonic>::now();
+    let delta = if not_after(want, now) {
+        Delta::from_micros(0)
+    } else {
+        want - now
+    };
+    rc.timer = Some(s.clone().start(delta));
+    rc.timer_at = Some(want);
+}
+
+/// `a` is not after `b` (instants of one clock; `Instant` has no order for
+/// this clock type).
+fn not_after(a: Instant<Monotonic>, b: Instant<Monotonic>) -> bool {
+    (a - b).as_nanos() <= 0
+}
+
+/// The retransmit timer for QP attributes `a`, after the backoff `b`.
+fn ack_timeout(a: &QpAttrs, b: &Backoff) -> Option<Delta> {
+    b.timeout_us(a.timeout)
+        .map(|us| Delta::from_micros(us as i64))
+}
+
+/// Restarts the retransmit deadline from now (after a packet sent, or an
+/// acknowledgement that made progress).
+pub(super) fn restart(rc: &mut RcState, a: &QpAttrs) {
+    rc.deadline = ack_timeout(a, &rc.backoff).map(|t| Instant::<Monotonic>::now() + t);
+}
+
+/// Starts an RNR wait of `us` microseconds.
+pub(super) fn rnr_wait(rc: &mut RcState, us: u32) {
+    rc.rnr_until = Some(Instant::<Monotonic>::now() + Delta::from_micros(i64::from(us)));
+}
+
+/// The timers: the end of an RNR wait resumes sending; a passed deadline
+/// retransmits from the oldest unfinished WQE, or fails it once
+/// `retry_cnt` retries are spent.
+pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
+    let d = dev.data();
+    let mut rc = s.rc.lock();
+    let now = Instant::<Monotonic>::now();
+    if rc.timer_at.is_some_and(|t| not_after(t, now)) {
+        // Fired: its handle goes, under the lock (see `arm`).
+        drop(rc.take_timer());
+    }
+    let mut g = s.inner.lock();
+    if rc.rnr_until.is_some_and(|t| not_after(t, now)) {
+        rc.rnr_until = None;
+    }
+    if !rc.deadline.is_some_and(|t| not_after(t, now)) || g.attrs.state != QpState::Rts {
+        return;
+    }
+    let cons = g.sq.consumer();
+    let Some(k) = rc.win.oldest_outstanding(cons) else {
+        rc.deadline = None;
+        return;
+    };
+    if rc.retry(cons, k, false, g.attrs.retry_cnt) {
+        rc.backoff.on_expiry();
+        if let Some(x) = rc.win.acked {
+            rc.win.resume_at(cons, k, psn_add(x, 1));
+        }
+        d.count(Counter::CompRetry, 1);
+    } else {
+        d.count(Counter::RetryExceeded, 1);
+        rc.deadline = None;
+        complete_ready(s, &mut rc, &mut g);
+    }
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scatter/gather lists: reading a send WQE's payload, and writing data into
+//! the SGEs of a receive WQE (or of an RDMA READ), through the memory keys
+//! of the QP's PD. RC, UC and UD share these.
+
+use crate::logic::{
+    access,
+    wqe::{self, Payload},
+};
+use crate::rrxe::{device::RrxeDev, mr};
+use kernel::prelude::*;
+
+/// Reads a send WQE's payload in order, a packet at a time.
+pub(crate) struct Gather<'a> {
+    slot: &'a [u8],
+    payload: Payload,
+    sge: u32,
+    off: u64,
+    inline_off: usize,
+}
+
+impl<'a> Gather<'a> {
+    /// A reader at the start of the payload of the send WQE in `slot`.
+    pub(crate) fn new(slot: &'a [u8], payload: Payload) -> Self {
+        Self {
+            slot,
+            payload,
+            sge: 0,
+            off: 0,
+            inline_off: 0,
+        }
+    }
+
+    /// Moves `n` bytes ahead without reading them.
+    pub(crate) fn skip(&mut self, n: u64) -> Result {
+        match self.payload {
+            Payload::Inline { len } => {
+                let end = (self.inline_off as u64).checked_add(n).ok_or(EINVAL)?;
+                if end > u64::from(len) {
+                    return Err(EINVAL);
+                }
+                self.inline_off = end as usize;
+            }
+            Payload::Sges { n: count, .. } => {
+                let mut left = n;
+                while left > 0 {
+                    if self.sge >= count {
+                        return Err(EINVAL);
+                    }
+                    let sge = wqe::sge_at(self.slot, wqe::SEND_HDR, self.sge).ok_or(EINVAL)?;
+                    let room = u64::from(sge.length).saturating_sub(self.off);
+                    if room > left {
+                        self.off += left;
+                        left = 0;
+                    } else {
+                        left -= room;
+                        self.sge += 1;
+                        self.off = 0;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `out` with the next bytes, through the lkeys of `pd`.
+    pub(crate) fn read(&mut self, d: &RrxeDev, pd: usize, out: &mut [u8]) -> Result {
+        match self.payload {
+            Payload::Inline { len } => {
+                let end = self.inline_off.checked_add(out.len()).ok_or(EINVAL)?;
+                if end > len as usize {
+                    return Err(EINVAL);
+                }
+                let src = self
+                    .slot
+                    .get(wqe::SEND_HDR + self.inline_off..wqe::SEND_HDR + end)
+                    .ok_or(EINVAL)?;
+                out.copy_from_slice(src);
+                self.inline_off = end;
+            }
+            Payload::Sges { n, .. } => {
+                let mut done = 0usize;
+                while done < out.len() {
+                    if self.sge >= n {
+                        return Err(EINVAL);
+                    }
+                    let sge = wqe::sge_at(self.slot, wqe::SEND_HDR, self.sge).ok_or(EINVAL)?;
+                    let left = u64::from(sge.length).saturating_sub(self.off);
+                    if left == 0 {
+                        self.sge += 1;
+                        self.off = 0;
+                        continue;
+                    }
+                    let k = left.min((out.len() - done) as u64) as usize;
+                    let at = sge.addr.checked_add(self.off).ok_or(EINVAL)?;
+                    let m = mr::lookup_mr(d, sge.lkey, pd, 0, at, k as u64)?;
+                    m.read(at, &mut out[done..done + k])?;
+                    done += k;
+                    self.off += k as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `data` into a receive WQE's SGEs starting `offset` bytes in.
+pub(crate) fn scatter_at(
+    d: &RrxeDev,
+    pd: usize,
+    slot: &[u8],
+    n: u32,
+    offset: u64,
+    data: &[u8],
+) -> Result {
+    scatter_sges(d, pd, slot, wqe::RECV_HDR, n, offset, data)
+}
+
+/// Writes `data` into the `n` SGEs at `base` in a WQE (a receive WQE's, or
+/// an RDMA READ's), starting `offset` bytes in; each SGE's lkey must allow
+/// local write.
+pub(crate) fn scatter_sges(
+    d: &RrxeDev,
+    pd: usize,
+    slot: &[u8],
+    base: usize,
+    n: u32,
+    offset: u64,
+    data: &[u8],
+) -> Result {
+    let mut skip = offset;
+    let mut done = 0usize;
+    for i in 0..n {
+        if done == data.len() {
+            break;
+        }
+        let sge = wqe::sge_at(slot, base, i).ok_or(EINVAL)?;
+        let l = u64::from(sge.length);
+        if skip >= l {
+            skip -= l;
+            continue;
+        }
+        let k = (l - skip).min((data.len() - done) as u64) as usize;
+        let at = sge.addr.checked_add(skip).ok_or(EINVAL)?;
+        let m = mr::lookup_mr(d, sge.lkey, pd, access::LOCAL_WRITE, at, k as u64)?;
+        m.write(at, &data[done..done + k])?;
+        done += k;
+        skip = 0;
+    }
+    if done != data.len() {
+        return Err(EINVAL);
+    }
+    Ok(())
+}

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The send queue's doorbell: takes the WQEs a process (or the kernel's
+//! post_send) put in the ring and hands each to its transport.
+//!
+//! The user doorbell (`post_send` without work requests) and the QP's send
+//! task take the send queue's WQEs one by one, under the QP's send lock:
+//! each is copied out of the ring and validated (`logic::wqe`), then sent by
+//! `ud` or `uc`, and completed. RC QPs have their own engine (`rc`), which
+//! keeps WQEs in the ring until they are acknowledged.
+
+use crate::ib::{device::Device, object::Qp, qp::QpType};
+use crate::logic::{
+    cqe::{status, Wc},
+    qp::QpState,
+    wqe::{self, Transport},
+};
+use crate::rrxe::{
+    device::Rrxe,
+    qp::{self as qpm, QpShared},
+    rc, uc, ud,
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// The user doorbell: processes the send queue up to the producer index.
+/// `EINVAL` below RTS (as rxe); in ERR, posted WQEs are flushed.
+pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
+    process_sq(q.device(), &q.data().shared)
+}
+
+/// Works through a QP's send queue (the user doorbell, and the QP's send
+/// task). RC QPs have their own engine (`rc`).
+pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
+    {
+        let mut g = s.inner.lock();
+        match g.attrs.state {
+            QpState::Rts => {}
+            QpState::Err => {
+                qpm::flush(s, &mut g);
+                return Ok(());
+            }
+            _ => return Err(EINVAL),
+        }
+    }
+    let ty = s.ty;
+    if ty == QpType::Rc {
+        return rc::run(dev, s);
+    }
+    // One doorbell at a time works through a QP's send queue.
+    let _serial = s.send_lock.lock();
+    if s.is_dead() {
+        return Ok(());
+    }
+    let size = s.inner.lock().sq.geometry().elem_size();
+    let mut slot = KVec::new();
+    slot.resize(size, 0u8, GFP_KERNEL)?;
+    loop {
+        let (attrs, signaled) = {
+            let mut g = s.inner.lock();
+            if g.attrs.state != QpState::Rts || !g.sq.pop(&mut slot) {
+                break;
+            }
+            (g.attrs, s.sig_all)
+        };
+        let (wc, sig) = if ty != QpType::Uc {
+            ud::send_one(dev, s, &slot, attrs.qkey)
+        } else {
+            uc::send_one(dev, s, &slot, &attrs)
+        };
+        if sig || signaled || wc.status != status::SUCCESS {
+            let _ = s.send_wc(&wc);
+        }
+        if wc.status != status::SUCCESS {
+            // A failed WQE puts the QP in the error state and flushes the
+            // rest, as rxe does.
+            let mut g = s.inner.lock();
+            g.attrs.state = QpState::Err;
+            qpm::flush(s, &mut g);
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Validates a send WQE copied out of `s`'s send queue: the WQE with its
+/// completion so far (id, QP, opcode), or the error completion to post.
+pub(crate) fn take_send(s: &QpShared, slot: &[u8], t: Transport) -> Result<(wqe::SendWqe, Wc), Wc> {
+    let mut wc = Wc {
+        wr_id: wqe::wr_id(slot).unwrap_or(0),
+        qp_num: s.qpn,
+        qp_cookie: s.handle,
+        ..Default::default()
+    };
+    match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
+        // Fast registration is for kernel consumers only.
+        Ok(w) if w.opcode == wqe::Opcode::RegMr && !s.kernel => Err(Wc {
+            status: status::LOC_QP_OP_ERR,
+            ..wc
+        }),
+        Ok(w) => {
+            wc.opcode = w.opcode.wc_opcode();
+            Ok((w, wc))
+        }
+        Err(wqe::WqeError::TooLong | wqe::WqeError::InlineTooLong) => Err(Wc {
+            status: status::LOC_LEN_ERR,
+            ..wc
+        }),
+        Err(_) => Err(Wc {
+            status: status::LOC_QP_OP_ERR,
+            ..wc
+        }),
+    }
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Packet emission, shared by the transports: a packet's headers and the
+//! source of its payload, sent on the wire as RoCEv2 (`net`), or filled
+//! into a buffer for a QP of this device.
+//!
+//! The payload is gathered while the packet is built, straight from its
+//! source memory. A packet whose payload cannot be gathered is not sent,
+//! and the caller learns it (`Err`); a packet lost on the way out (no
+//! route, no memory) is counted and dropped, as the wire would drop it.
+
+use crate::ib::{device::Device, stats::Counter};
+use crate::logic::{
+    access,
+    hdr::{Headers, MAX_HDRS},
+    pkt::IpOut,
+    wqe::Payload,
+};
+use crate::rrxe::{
+    device::{Rrxe, RrxeDev},
+    mr::{self, Copy},
+    net,
+    sge::Gather,
+};
+use kernel::prelude::*;
+
+/// Where a packet's payload comes from.
+#[derive(Clone, Copy)]
+pub(crate) enum Src {
+    /// No payload.
+    None,
+    /// A send WQE's data (in the sender's copy of its slot), from this
+    /// offset.
+    Wqe {
+        /// The WQE's payload.
+        payload: Payload,
+        /// Bytes of it before this packet's.
+        off: u64,
+    },
+    /// Eight bytes carried in the WQE (ATOMIC WRITE).
+    Bytes([u8; 8]),
+    /// Memory of the QP's PD named by an rkey (read responses).
+    Key {
+        /// The rkey.
+        rkey: u32,
+        /// The address of the packet's first byte.
+        va: u64,
+    },
+}
+
+/// A packet to send: its headers, its payload length and where the
+/// payload comes from.
+#[derive(Clone, Copy)]
+pub(crate) struct Packet {
+    /// The BTH and extension headers.
+    pub(crate) hdrs: Headers,
+    /// Payload bytes.
+    pub(crate) len: usize,
+    /// Their source.
+    pub(crate) src: Src,
+}
+
+impl Packet {
+    /// A packet of headers only.
+    pub(crate) fn new(hdrs: Headers) -> Self {
+        Self {
+            hdrs,
+            len: 0,
+            src: Src::None,
+        }
+    }
+
+    /// Fills `out` from the payload's source, for QP `qpn` of PD `pd`
+    /// whose WQE (if the payload comes from one) is in `slot`.
+    pub(crate) fn fill(
+        &self,
+        d: &RrxeDev,
+        pd: usize,
+        qpn: u32,
+        slot: &[u8],
+        out: &mut [u8],
+    ) -> Result {
+        match self.src {
+            Src::None => Ok(()),
+            Src::Bytes(b) => {
+                out.copy_from_slice(b.get(..out.len()).ok_or(EINVAL)?);
+                Ok(())
+            }
+            Src::Wqe { payload, off } => {
+                let mut g = Gather::new(slot, payload);
+                g.skip(off)?;
+                g.read(d, pd, out)
+            }
+            Src::Key { rkey, va } => {
+                if out.is_empty() {
+                    return Ok(());
+                }
+                mr::copy_by_key(d, rkey, pd, qpn, access::REMOTE_READ, va, Copy::From(out))
+            }
+        }
+    }
+}
+
+/// Sends one packet on the wire: `hdrs`, then `len` payload bytes that
+/// `fill` writes. `Err` when the packet could not be sent.
+pub(crate) fn xmit(
+    dev: &Device<Rrxe>,
+    out: &IpOut,
+    hdrs: &Headers,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    let mut h = [0u8; MAX_HDRS];
+    let n = hdrs.write(&mut h);
+    net::xmit(dev, out, &h[..n], len, fill)
+}
+
+/// Sends one packet of a connected QP on the wire. `Err` only when `fill`
+/// could not gather the payload (nothing was sent); a packet lost on the
+/// way out is counted: RC's retransmit timer recovers it, UC does not
+/// retry.
+pub(crate) fn send(
+    dev: &Device<Rrxe>,
+    out: &IpOut,
+    hdrs: &Headers,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    let mut gather_err = false;
+    let r = xmit(dev, out, hdrs, len, |b| {
+        fill(b).inspect_err(|_| gather_err = true)
+    });
+    match r {
+        Err(e) if gather_err => Err(e),
+        Err(_) => {
+            dev.data().count(Counter::SendErr, 1);
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+    }
+}
+
+/// A packet for a QP of this device: `fill` writes its payload into `buf`,
+/// and it counts as sent. `Err` when the payload could not be gathered
+/// (nothing was sent).
+pub(crate) fn local<'b>(
+    d: &RrxeDev,
+    buf: &'b mut [u8],
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result<&'b [u8]> {
+    fill(buf)?;
+    d.count(Counter::SentPkts, 1);
+    d.count(Counter::SentBytes, buf.len() as u64);
+    Ok(buf)
+}
+
+/// A packet delivered in place counts as received too.
+pub(crate) fn received(d: &RrxeDev, len: usize) {
+    d.count(Counter::RcvdPkts, 1);
+    d.count(Counter::RcvdBytes, len as u64);
+}
