@@ -7,8 +7,14 @@
 //! none for kernel CQs. The driver reports the capacity it made, which the
 //! layer stores in `cq->cqe` (the core returns it to userspace).
 
-use super::{bindings, device::Driver};
+use super::{
+    bindings,
+    device::{Device, Driver},
+    object::{Cq, Ucontext},
+    udata::Udata,
+};
 use crate::logic::cqe::Wc;
+use kernel::{error::from_result, prelude::*};
 
 /// What `create_cq` was asked for.
 #[derive(Clone, Copy, Debug)]
@@ -173,4 +179,145 @@ impl<T: Driver> CqRef<T> {
             }
         }
     }
+}
+
+/// The `create_cq` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `create_cq` call on a device of `T`: a
+/// zeroed CQ of `size_ib_cq` bytes with `device` set, its attributes, and
+/// for user CQs the command's bundle (null for kernel CQs), for the call.
+pub(super) unsafe extern "C" fn create_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    attr: *const bindings::ib_cq_init_attr,
+    attrs: *mut bindings::uverbs_attr_bundle,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core passes a zeroed CQ of `size_ib_cq` bytes with
+        // `device` set, its attributes, and for user CQs the command's
+        // bundle (null for kernel CQs), all valid for the call.
+        let (dev, attr, user) = unsafe {
+            let a = CqAttr {
+                cqe: (*attr).cqe,
+                comp_vector: (*attr).comp_vector,
+                flags: (*attr).flags,
+            };
+            let user = if attrs.is_null() {
+                None
+            } else {
+                let b = &raw mut (*attrs).__bindgen_anon_1.__bindgen_anon_1;
+                Some((
+                    Ucontext::<T>::from_raw((*b).context),
+                    Udata::from_raw(&raw mut (*b).driver_udata),
+                ))
+            };
+            (Device::<T>::from_raw((*cq).device), a, user)
+        };
+        // SAFETY: `cq` is the object being created, not null.
+        let this = unsafe { CqRef::from_raw(cq) };
+        let (data, cqe) = T::create_cq(dev, attr, user, this)?;
+        // SAFETY: As above; the data part is uninitialised and ours.
+        unsafe {
+            Cq::<T>::init_data(cq, data);
+            (*cq).cqe = cqe as _;
+        }
+        Ok(0)
+    })
+}
+
+/// The `destroy_cq` op.
+///
+/// # Safety
+///
+/// `cq` must be a CQ of `T` for which `create_cq` succeeded, passed by the
+/// core once, before it frees the memory.
+pub(super) unsafe extern "C" fn destroy_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: `create_cq` succeeded for this CQ; called once.
+    unsafe { Cq::<T>::drop_data(cq) };
+    0
+}
+
+/// The `resize_user_cq` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `resize_user_cq` call: a live CQ of `T` and
+/// the command's udata, for the call.
+pub(super) unsafe extern "C" fn resize_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    cqe: c_uint,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live CQ of this device and the command's udata.
+        let (c, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
+        let n = T::resize_cq(c, cqe, udata)?;
+        // SAFETY: As above; the core serialises resizes of a CQ.
+        unsafe { (*cq).cqe = n as _ };
+        Ok(0)
+    })
+}
+
+/// The `req_notify_cq` op.
+///
+/// # Safety
+///
+/// `cq` must be a live CQ of `T`, for the call.
+pub(super) unsafe extern "C" fn req_notify_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    flags: bindings::ib_cq_notify_flags,
+) -> c_int {
+    // SAFETY: A live CQ of this device.
+    let c = unsafe { Cq::<T>::from_raw(cq) };
+    match T::req_notify_cq(c, NotifyFlags::from_raw(flags as u32)) {
+        Ok(missed) => missed as c_int,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The `poll_cq` op.
+///
+/// # Safety
+///
+/// `cq` must be a live CQ of `T` and `wc` must have room for `n` entries
+/// (or be null), for the call.
+pub(super) unsafe extern "C" fn poll_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    n: c_int,
+    wc: *mut bindings::ib_wc,
+) -> c_int {
+    if n <= 0 || wc.is_null() {
+        return 0;
+    }
+    // SAFETY: A live CQ of this device; `wc` has room for `n` entries
+    // (the caller's promise to `ib_poll_cq`).
+    let (c, wc) = unsafe {
+        (
+            Cq::<T>::from_raw(cq),
+            core::slice::from_raw_parts_mut(wc, n as usize),
+        )
+    };
+    let mut out = WcOut::new(wc);
+    T::poll_cq(c, &mut out);
+    out.len() as c_int
+}
+
+/// The `peek_cq` op.
+///
+/// # Safety
+///
+/// `cq` must be a live CQ of `T`, for the call.
+pub(super) unsafe extern "C" fn peek_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    n: c_int,
+) -> c_int {
+    if n <= 0 {
+        return 0;
+    }
+    // SAFETY: A live CQ of this device.
+    T::peek_cq(unsafe { Cq::<T>::from_raw(cq) }, n as u32) as c_int
 }

@@ -56,6 +56,12 @@ impl<H: LinkHandler> LinkOps<H> {
         Ok(this)
     }
 
+    /// The `newlink` callback of `rdma link add`.
+    ///
+    /// # Safety
+    ///
+    /// The arguments of the core's `newlink` call: a NUL-terminated name and
+    /// a netdev the core holds, for the call.
     unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut bindings::net_device) -> c_int {
         from_result(|| {
             // SAFETY: The core passes a NUL-terminated name and a netdev it

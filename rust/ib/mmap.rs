@@ -116,6 +116,11 @@ impl Drop for UserMmapEntry {
 }
 
 /// The `mmap` op: maps the entry whose offset userspace passed.
+///
+/// # Safety
+///
+/// The arguments of the core's `mmap` call: a live context and the VMA
+/// being set up, for the call.
 pub(crate) unsafe extern "C" fn mmap_callback(
     uc: *mut bindings::ib_ucontext,
     vma: *mut bindings::vm_area_struct,
@@ -139,6 +144,11 @@ pub(crate) unsafe extern "C" fn mmap_callback(
 }
 
 /// The `mmap_free` op: the last reference to an entry is gone.
+///
+/// # Safety
+///
+/// `core` must be an entry of a [`UserMmapEntry`], passed by the core once,
+/// after its last reference is dropped.
 pub(crate) unsafe extern "C" fn mmap_free_callback(core: *mut bindings::rdma_user_mmap_entry) {
     let e = core.cast::<Entry>();
     // SAFETY: Called once per entry, after every reference dropped; the

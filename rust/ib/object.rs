@@ -104,12 +104,3 @@ core_object!(
     /// A memory window (allocated by the core).
     Mw, bindings::ib_mw, Mw
 );
-
-impl<T: Driver> Mw<T> {
-    /// The window's rkey.
-    pub fn rkey(&self) -> u32 {
-        // SAFETY: Set at allocation; changed only by binds, which the driver
-        // serialises.
-        unsafe { (*self.as_raw()).rkey }
-    }
-}

@@ -7,9 +7,12 @@
 use super::{
     bindings,
     device::Driver,
-    object::{Cq, Qp, Srq},
+    object::{Cq, Pd, Qp, Srq},
+    udata::Udata,
+    wr::{RecvWr, SendWr},
 };
 use crate::logic::qp::{Av, QpAttrs, QpCap, QpState};
+use kernel::{error::from_result, prelude::*};
 
 /// `enum ib_qp_type`, the kinds rrxe knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,9 +280,9 @@ impl<T: Driver> Qp<T> {
     }
 
     /// The PD the QP belongs to.
-    pub fn pd(&self) -> &super::object::Pd<T> {
+    pub fn pd(&self) -> &Pd<T> {
         // SAFETY: Set by the core before creation; the PD outlives the QP.
-        unsafe { super::object::Pd::from_raw((*self.as_raw()).pd) }
+        unsafe { Pd::from_raw((*self.as_raw()).pd) }
     }
 
     /// The send CQ (set by the core once the QP is created).
@@ -304,4 +307,240 @@ impl<T: Driver> Qp<T> {
                 .map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut()))
         }
     }
+}
+
+/// The `create_qp` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `create_qp` call on a device of `T`: a
+/// zeroed QP of `size_ib_qp` bytes with `device`, `pd` and `qp_type` set,
+/// the request, and the command's udata (null for kernel QPs), for the
+/// call.
+pub(super) unsafe extern "C" fn create_qp_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core passes a zeroed QP of `size_ib_qp` bytes with
+        // `device`, `pd` and `qp_type` set, the request, and the
+        // command's udata (null for kernel QPs), valid for the call.
+        let (pd, mut req, udata) = unsafe {
+            (
+                Pd::<T>::from_raw((*qp).pd),
+                QpInit::from_raw(init),
+                Udata::from_raw(udata),
+            )
+        };
+        req.handle = qp as usize;
+        let (data, qpn, cap) = T::create_qp(pd, &req, udata)?;
+        // SAFETY: As above; the data part is uninitialised and ours, and
+        // the request's capacities are reported back to the caller.
+        unsafe {
+            Qp::<T>::init_data(qp, data);
+            (*qp).qp_num = qpn;
+            cap_to_raw(&cap, &mut (*init).cap);
+        }
+        Ok(0)
+    })
+}
+
+/// The `modify_qp` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `modify_qp` call: a live QP of `T`, the
+/// attributes and the command's udata (or null), for the call.
+pub(super) unsafe extern "C" fn modify_qp_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    mask: c_int,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of this device, the attributes and the udata
+        // of the call.
+        let (q, a, udata) = unsafe { (Qp::<T>::from_raw(qp), &*attr, Udata::from_raw(udata)) };
+        let (attrs, cur, _cap) = attrs_from_raw(a, mask as u32).ok_or(EINVAL)?;
+        T::modify_qp(q, &attrs, cur, mask as u32, udata)?;
+        Ok(0)
+    })
+}
+
+/// The `query_qp` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `query_qp` call: a live QP of `T` and the
+/// two structures to fill, for the call.
+pub(super) unsafe extern "C" fn query_qp_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    _mask: c_int,
+    init: *mut bindings::ib_qp_init_attr,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of this device.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        let (attrs, cap, sig_all) = T::query_qp(q)?;
+        // SAFETY: The core passes output structures for the call; the
+        // QP's C fields are fixed after creation.
+        unsafe {
+            attrs_to_raw(&attrs, &cap, &mut *attr);
+            let i = &mut *init;
+            i.qp_type = (*qp).qp_type;
+            i.send_cq = (*qp).send_cq;
+            i.recv_cq = (*qp).recv_cq;
+            i.srq = (*qp).srq;
+            i.event_handler = (*qp).event_handler;
+            i.qp_context = (*qp).qp_context;
+            i.port_num = (*qp).port;
+            i.sq_sig_type = if sig_all {
+                bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+            } else {
+                bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+            };
+            cap_to_raw(&cap, &mut i.cap);
+        }
+        Ok(0)
+    })
+}
+
+/// The `destroy_qp` op: the driver may refuse; its data is dropped after
+/// it agrees.
+///
+/// # Safety
+///
+/// `qp` must be a QP of `T` for which `create_qp` succeeded and that has
+/// not been destroyed, passed by the core's `destroy_qp` call.
+pub(super) unsafe extern "C" fn destroy_qp_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of this device, created by `create_qp`.
+        T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) })?;
+        // SAFETY: As above; the core frees the QP after success and
+        // the data is not used again.
+        unsafe { Qp::<T>::drop_data(qp) };
+        Ok(0)
+    })
+}
+
+/// The `post_send` op: a list of kernel work requests, each in turn until
+/// one fails (reported through `bad`), or with no list the user doorbell.
+///
+/// # Safety
+///
+/// The arguments of an `ib_post_send` call (or of the uverbs doorbell,
+/// with a null `wr`): a live QP of `T`, a list of valid work requests of
+/// the types the QP type and their opcodes imply, with AHs of `T`, and a
+/// valid or null `bad`, for the call.
+pub(super) unsafe extern "C" fn post_send_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_send_wr,
+    bad: *mut *const bindings::ib_send_wr,
+) -> c_int {
+    if !wr.is_null() {
+        // SAFETY: A live QP of this device.
+        let (q, ud) = unsafe {
+            let t = (*qp).qp_type;
+            (
+                Qp::<T>::from_raw(qp),
+                t == bindings::ib_qp_type_IB_QPT_UD || t == bindings::ib_qp_type_IB_QPT_GSI,
+            )
+        };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: The poster's list: each entry valid for the call,
+            // embedded in the type its QP type and opcode imply; AHs
+            // of UD requests belong to this device.
+            let w = unsafe { SendWr::<T>::from_raw(cur, ud) };
+            if let Err(e) = T::post_send_kernel(q, &w) {
+                if !bad.is_null() {
+                    // SAFETY: The caller's output pointer.
+                    unsafe { *bad = cur };
+                }
+                return e.to_errno();
+            }
+            // SAFETY: As above.
+            cur = unsafe { (*cur).next };
+        }
+        return 0;
+    }
+    from_result(|| {
+        // SAFETY: A live QP of this device.
+        T::post_send_user(unsafe { Qp::<T>::from_raw(qp) })?;
+        Ok(0)
+    })
+}
+
+/// The `post_recv` op: each work request of the list in turn, until one
+/// fails (it is reported through `bad`).
+///
+/// # Safety
+///
+/// The arguments of an `ib_post_recv` call: a live QP of `T`, a list of
+/// valid work requests and a valid or null `bad`, for the call.
+pub(super) unsafe extern "C" fn post_recv_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: A live QP of this device.
+    let q = unsafe { Qp::<T>::from_raw(qp) };
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: The poster's list, each entry valid for the call.
+        let w = unsafe { RecvWr::from_raw(cur) };
+        if let Err(e) = T::post_recv(q, &w) {
+            if !bad.is_null() {
+                // SAFETY: The caller's output pointer.
+                unsafe { *bad = cur };
+            }
+            return e.to_errno();
+        }
+        // SAFETY: As above.
+        cur = unsafe { (*cur).next };
+    }
+    0
+}
+
+/// The `attach_mcast` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `attach_mcast` call: a live QP of `T` and
+/// the group's GID, for the call.
+pub(super) unsafe extern "C" fn attach_mcast_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of this device and the group's GID, for the
+        // call; `raw` covers the whole GID union.
+        let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
+        T::attach_mcast(q, &g)?;
+        Ok(0)
+    })
+}
+
+/// The `detach_mcast` op.
+///
+/// # Safety
+///
+/// As for [`attach_mcast_callback`].
+pub(super) unsafe extern "C" fn detach_mcast_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: As in `attach_mcast_callback`.
+        let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
+        T::detach_mcast(q, &g)?;
+        Ok(0)
+    })
 }
