@@ -16,6 +16,22 @@ use super::{
 use crate::logic::qp::Av;
 use kernel::{error::from_result, prelude::*};
 
+/// The operations on an address handle, implemented by the driver's AH
+/// data ([`Driver::Ah`]). The data is dropped when the AH is destroyed.
+#[vtable]
+pub trait AhOps<T: Driver>: Sized + Send + Sync {
+    /// A new address handle in `pd`; `udata` is the user command's (the
+    /// driver writes its response there).
+    fn create_ah(_pd: &Pd<T>, _init: &AhInit, _udata: Option<&Udata>) -> Result<Self> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The address vector of an AH.
+    fn query_ah(_ah: &Ah<T>) -> Result<Av> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// What an AH or a QP path is created from.
 #[derive(Clone, Copy, Debug)]
 pub struct AhInit {
@@ -102,7 +118,7 @@ unsafe fn create_ah_common<T: Driver>(
                 Udata::from_raw(udata),
             )
         };
-        let data = T::create_ah(pd, &init, udata)?;
+        let data = T::Ah::create_ah(pd, &init, udata)?;
         // SAFETY: As above; the data part is uninitialised and ours.
         unsafe { Ah::<T>::init_data(ah, data) };
         Ok(0)
@@ -150,7 +166,7 @@ pub(super) unsafe extern "C" fn query_ah_callback<T: Driver>(
     from_result(|| {
         // SAFETY: A live AH of this device and an output for the call.
         let (a, out) = unsafe { (Ah::<T>::from_raw(ah), &mut *attr) };
-        let av = T::query_ah(a)?;
+        let av = T::Ah::query_ah(a)?;
         qp::av_to_raw(&av, out);
         Ok(0)
     })

@@ -16,6 +16,45 @@ use super::{
 use crate::logic::cqe::Wc;
 use kernel::{error::from_result, prelude::*};
 
+/// The operations on a completion queue, implemented by the driver's CQ
+/// data ([`Driver::Cq`]). The data is dropped when the CQ is destroyed.
+#[vtable]
+pub trait CqOps<T: Driver>: Sized + Send + Sync {
+    /// A new CQ: for a user context (with the command's udata) or, with
+    /// `user` `None`, for a kernel consumer. Returns the data and the
+    /// capacity made (at least `attr.cqe`). `this` is a handle to the CQ
+    /// being created, valid (for notifications) once this returns `Ok`.
+    fn create_cq(
+        _dev: &Device<T>,
+        _attr: CqAttr,
+        _user: Option<(&Ucontext<T>, Option<&Udata>)>,
+        _this: CqRef<T>,
+    ) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Resizes a user CQ to at least `cqe` entries; returns the capacity.
+    fn resize_cq(_cq: &Cq<T>, _cqe: u32, _udata: Option<&Udata>) -> Result<u32> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms a CQ; returns whether completions are waiting, when asked to
+    /// report missed events.
+    fn req_notify_cq(_cq: &Cq<T>, _flags: NotifyFlags) -> Result<bool> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Moves completions of a kernel CQ into `out`, oldest first.
+    fn poll_cq(_cq: &Cq<T>, _out: &mut WcOut<'_>) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// How many completions a kernel CQ holds, up to `n`.
+    fn peek_cq(_cq: &Cq<T>, _n: u32) -> u32 {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// What `create_cq` was asked for.
 #[derive(Clone, Copy, Debug)]
 pub struct CqAttr {
@@ -216,7 +255,7 @@ pub(super) unsafe extern "C" fn create_cq_callback<T: Driver>(
         };
         // SAFETY: `cq` is the object being created, not null.
         let this = unsafe { CqRef::from_raw(cq) };
-        let (data, cqe) = T::create_cq(dev, attr, user, this)?;
+        let (data, cqe) = T::Cq::create_cq(dev, attr, user, this)?;
         // SAFETY: As above; the data part is uninitialised and ours.
         unsafe {
             Cq::<T>::init_data(cq, data);
@@ -255,7 +294,7 @@ pub(super) unsafe extern "C" fn resize_cq_callback<T: Driver>(
     from_result(|| {
         // SAFETY: A live CQ of this device and the command's udata.
         let (c, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
-        let n = T::resize_cq(c, cqe, udata)?;
+        let n = T::Cq::resize_cq(c, cqe, udata)?;
         // SAFETY: As above; the core serialises resizes of a CQ.
         unsafe { (*cq).cqe = n as _ };
         Ok(0)
@@ -273,7 +312,7 @@ pub(super) unsafe extern "C" fn req_notify_cq_callback<T: Driver>(
 ) -> c_int {
     // SAFETY: A live CQ of this device.
     let c = unsafe { Cq::<T>::from_raw(cq) };
-    match T::req_notify_cq(c, NotifyFlags::from_raw(flags as u32)) {
+    match T::Cq::req_notify_cq(c, NotifyFlags::from_raw(flags as u32)) {
         Ok(missed) => missed as c_int,
         Err(e) => e.to_errno(),
     }
@@ -302,7 +341,7 @@ pub(super) unsafe extern "C" fn poll_cq_callback<T: Driver>(
         )
     };
     let mut out = WcOut::new(wc);
-    T::poll_cq(c, &mut out);
+    T::Cq::poll_cq(c, &mut out);
     out.len() as c_int
 }
 
@@ -319,5 +358,5 @@ pub(super) unsafe extern "C" fn peek_cq_callback<T: Driver>(
         return 0;
     }
     // SAFETY: A live CQ of this device.
-    T::peek_cq(unsafe { Cq::<T>::from_raw(cq) }, n as u32) as c_int
+    T::Cq::peek_cq(unsafe { Cq::<T>::from_raw(cq) }, n as u32) as c_int
 }

@@ -21,6 +21,24 @@ use super::{
 };
 use kernel::{prelude::*, types::Opaque};
 
+/// The operations on device memory, implemented by the driver's DM data
+/// ([`Driver::Dm`]). Dropping the data frees the device memory.
+#[vtable]
+pub trait DmOps<T: Driver>: Sized + Send + Sync {
+    /// New device memory for `uc`'s process; returns its data and the
+    /// offset at which the process maps it (reported to userspace through
+    /// the [`ALLOC_DM_RESP_MMAP_OFFSET`] attribute).
+    fn alloc_dm(_uc: &Ucontext<T>, _req: DmRequest) -> Result<(Self, u64)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers part of `dm` as a zero-based MR in `pd`; returns the MR's
+    /// data and key. Only called when `alloc_dm` is implemented.
+    fn reg_dm_mr(_pd: &Pd<T>, _dm: &Dm<T>, _req: DmMrRequest) -> Result<(T::Mr, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// The driver-namespace attribute id of the mmap offset DM_ALLOC returns.
 pub const ALLOC_DM_RESP_MMAP_OFFSET: u16 =
     bindings::rrxe_uverbs_attrs_RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET as u16;
@@ -135,7 +153,7 @@ pub(super) unsafe extern "C" fn alloc_dm_callback<T: Driver>(
             )
         };
         let slot = DmSlot::<T>::new()?;
-        let (data, offset) = T::alloc_dm(uc, req)?;
+        let (data, offset) = T::Dm::alloc_dm(uc, req)?;
         // Owned here until the core has it: dropping it frees the DM.
         let dm = slot.fill(data);
         // SAFETY: `attrs` is the bundle of this DM_ALLOC call, whose
@@ -191,7 +209,7 @@ pub(super) unsafe extern "C" fn reg_dm_mr_callback<T: Driver>(
             )
         };
         let slot = MrSlot::<T>::new()?;
-        let (data, key) = T::reg_dm_mr(pd, dm, req)?;
+        let (data, key) = T::Dm::reg_dm_mr(pd, dm, req)?;
         // Zero-based: the region's addresses run from 0.
         Ok(slot.fill(data, key, 0, req.length))
     })();

@@ -9,6 +9,72 @@
 use super::{bindings, device::Driver, object::Pd, udata::Udata};
 use kernel::{error::from_result, prelude::*, types::Opaque};
 
+/// The operations on a memory region, implemented by the driver's MR data
+/// ([`Driver::Mr`]). The data is dropped when the MR is deregistered.
+#[vtable]
+pub trait MrOps<T: Driver>: Sized + Send + Sync {
+    /// Registers user memory; returns the MR's data and its key (used as
+    /// both lkey and rkey).
+    fn reg_user_mr(
+        _pd: &Pd<T>,
+        _req: UserMrRequest,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Re-registers `mr` with the parts `flags` names changed. Returns the
+    /// data and key of a replacement MR, which the core puts in the old
+    /// one's place before deregistering the old one.
+    fn rereg_user_mr(
+        _mr: &Mr<T>,
+        _flags: ReregFlags,
+        _req: UserMrRequest,
+        _new_pd: &Pd<T>,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An MR covering all kernel memory, for kernel users.
+    fn get_dma_mr(_pd: &Pd<T>, _access: u32) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A fast-registration MR of type `ty` for kernel users, able to hold
+    /// `max_num_sg` pages; returns its data and key. It starts unusable
+    /// until a registration work request makes it valid.
+    fn alloc_mr(_pd: &Pd<T>, _ty: FastRegType, _max_num_sg: u32) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ib_map_mr_sg` begins on `mr` (from `alloc_mr`): forget the pages of
+    /// any earlier mapping. Pages are `page_size` bytes.
+    fn map_mr_sg_start(_mr: &Mr<T>, _page_size: u32) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The next page of the mapping, by DMA address (a kernel virtual
+    /// address: rrxe's devices have no DMA device). An error ends the
+    /// mapping there (the MR is full).
+    fn map_mr_sg_page(_mr: &Mr<T>, _addr: u64) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The mapping ended with `n` scatterlist entries mapped; the core set
+    /// the MR's address range to `(iova, length)`.
+    fn map_mr_sg_done(_mr: &Mr<T>, _n: u32, _iova: u64, _length: u64) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Asked before an MR is deregistered; an error keeps the MR (rxe
+    /// refuses while memory windows are bound). The MR's data is dropped
+    /// after `Ok`.
+    fn dereg_mr(_mr: &Mr<T>) -> Result {
+        Ok(())
+    }
+}
+
 /// A memory region.
 ///
 /// # Invariants
@@ -205,7 +271,7 @@ pub(super) unsafe extern "C" fn reg_user_mr_callback<T: Driver>(
             access: access as u32,
         };
         let slot = MrSlot::<T>::new()?;
-        let (data, key) = T::reg_user_mr(pd, req, udata)?;
+        let (data, key) = T::Mr::reg_user_mr(pd, req, udata)?;
         Ok(slot.fill(data, key, 0, 0))
     })())
 }
@@ -248,7 +314,7 @@ pub(super) unsafe extern "C" fn rereg_user_mr_callback<T: Driver>(
             mr.iova_length()
         };
         let slot = MrSlot::<T>::new()?;
-        let (data, key) = T::rereg_user_mr(mr, flags, req, pd, udata)?;
+        let (data, key) = T::Mr::rereg_user_mr(mr, flags, req, pd, udata)?;
         Ok(slot.fill(data, key, iova, length))
     })())
 }
@@ -266,7 +332,7 @@ pub(super) unsafe extern "C" fn get_dma_mr_callback<T: Driver>(
         // SAFETY: The core passes a live PD of this device.
         let pd = unsafe { Pd::<T>::from_raw(pd) };
         let slot = MrSlot::<T>::new()?;
-        let (data, key) = T::get_dma_mr(pd, access as u32)?;
+        let (data, key) = T::Mr::get_dma_mr(pd, access as u32)?;
         Ok(slot.fill(data, key, 0, u64::MAX))
     })())
 }
@@ -290,7 +356,7 @@ pub(super) unsafe extern "C" fn alloc_mr_callback<T: Driver>(
         // SAFETY: The core passes a live PD of this device.
         let pd = unsafe { Pd::<T>::from_raw(pd) };
         let slot = MrSlot::<T>::new()?;
-        let (data, key) = T::alloc_mr(pd, ty, max_num_sg)?;
+        let (data, key) = T::Mr::alloc_mr(pd, ty, max_num_sg)?;
         Ok(slot.fill(data, key, 0, 0))
     })())
 }
@@ -314,7 +380,7 @@ pub(super) unsafe extern "C" fn map_mr_sg_callback<T: Driver>(
     let mr = unsafe { Mr::<T>::from_raw(ibmr) };
     // SAFETY: As above; `page_size` was set by `ib_map_mr_sg`.
     let page_size = unsafe { (*ibmr).page_size };
-    if let Err(e) = T::map_mr_sg_start(mr, page_size) {
+    if let Err(e) = T::Mr::map_mr_sg_start(mr, page_size) {
         return e.to_errno();
     }
     // SAFETY: The scatterlist and offset come from the caller of
@@ -325,7 +391,7 @@ pub(super) unsafe extern "C" fn map_mr_sg_callback<T: Driver>(
     if n >= 0 {
         // SAFETY: `ib_sg_to_pages` set the range; the MR is live.
         let (iova, length) = unsafe { ((*ibmr).iova, (*ibmr).length) };
-        T::map_mr_sg_done(mr, n as u32, iova, length);
+        T::Mr::map_mr_sg_done(mr, n as u32, iova, length);
     }
     n
 }
@@ -338,7 +404,7 @@ pub(super) unsafe extern "C" fn map_mr_sg_callback<T: Driver>(
 unsafe extern "C" fn set_page_callback<T: Driver>(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
     from_result(|| {
         // SAFETY: Called from `map_mr_sg_callback` with its MR.
-        T::map_mr_sg_page(unsafe { Mr::<T>::from_raw(ibmr) }, addr)?;
+        T::Mr::map_mr_sg_page(unsafe { Mr::<T>::from_raw(ibmr) }, addr)?;
         Ok(0)
     })
 }
@@ -356,7 +422,7 @@ pub(super) unsafe extern "C" fn dereg_mr_callback<T: Driver>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: Every MR of this device came from `MrSlot::fill`.
-        T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) })?;
+        T::Mr::dereg_mr(unsafe { Mr::<T>::from_raw(mr) })?;
         // SAFETY: As above; the core does not use the MR after success.
         unsafe { Mr::<T>::free(mr) };
         Ok(0)

@@ -12,6 +12,17 @@ use super::{
 use crate::logic::access::MwType;
 use kernel::{error::from_result, prelude::*};
 
+/// The operations on a memory window, implemented by the driver's window
+/// data ([`Driver::Mw`]). The data is dropped when the core frees the
+/// window.
+#[vtable]
+pub trait MwOps<T: Driver>: Sized + Send + Sync {
+    /// A new memory window of type `ty` in `pd`; returns its data and rkey.
+    fn alloc_mw(_pd: &Pd<T>, _ty: MwType, _udata: Option<&Udata>) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 impl<T: Driver> Mw<T> {
     /// The window's rkey.
     pub fn rkey(&self) -> u32 {
@@ -44,7 +55,7 @@ pub(super) unsafe extern "C" fn alloc_mw_callback<T: Driver>(
             };
             (Pd::<T>::from_raw((*mw).pd), ty, Udata::from_raw(udata))
         };
-        let (data, rkey) = T::alloc_mw(pd, ty, udata)?;
+        let (data, rkey) = T::Mw::alloc_mw(pd, ty, udata)?;
         // SAFETY: As above; the data part is uninitialised and ours.
         unsafe {
             Mw::<T>::init_data(mw, data);

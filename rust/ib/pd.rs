@@ -15,6 +15,21 @@ use super::{
 };
 use kernel::{error::from_result, prelude::*};
 
+/// The operations on a user context, implemented by the driver's context
+/// data ([`Driver::Ucontext`]). The data is dropped when the core frees
+/// the context.
+pub trait UcontextOps<T: Driver>: Sized + Send + Sync {
+    /// A new user context.
+    fn alloc_ucontext(dev: &Device<T>, udata: Option<&Udata>) -> Result<Self>;
+}
+
+/// The operations on a protection domain, implemented by the driver's PD
+/// data ([`Driver::Pd`]). The data is dropped when the core frees the PD.
+pub trait PdOps<T: Driver>: Sized + Send + Sync {
+    /// A new protection domain.
+    fn alloc_pd(dev: &Device<T>, udata: Option<&Udata>) -> Result<Self>;
+}
+
 /// The `alloc_ucontext` op.
 ///
 /// # Safety
@@ -30,7 +45,7 @@ pub(super) unsafe extern "C" fn alloc_ucontext_callback<T: Driver>(
         // SAFETY: The core passes a zeroed object of `size_ib_ucontext`
         // bytes whose `device` is ours, and a valid udata.
         let (dev, udata) = unsafe { (Device::<T>::from_raw((*uc).device), Udata::from_raw(udata)) };
-        let data = T::alloc_ucontext(dev, udata)?;
+        let data = T::Ucontext::alloc_ucontext(dev, udata)?;
         // SAFETY: The object was sized for `Ucontext<T>`; its data part is
         // uninitialised and ours to write.
         unsafe { Ucontext::<T>::init_data(uc, data) };
@@ -77,7 +92,7 @@ pub(super) unsafe extern "C" fn alloc_pd_callback<T: Driver>(
     from_result(|| {
         // SAFETY: As for `alloc_ucontext`.
         let (dev, udata) = unsafe { (Device::<T>::from_raw((*pd).device), Udata::from_raw(udata)) };
-        let data = T::alloc_pd(dev, udata)?;
+        let data = T::Pd::alloc_pd(dev, udata)?;
         // SAFETY: As for `alloc_ucontext`.
         unsafe { Pd::<T>::init_data(pd, data) };
         Ok(0)

@@ -14,6 +14,72 @@ use super::{
 use crate::logic::qp::{Av, QpAttrs, QpCap, QpState};
 use kernel::{error::from_result, prelude::*};
 
+/// The operations on a queue pair, implemented by the driver's QP data
+/// ([`Driver::Qp`]). The data is dropped when the QP is destroyed.
+#[vtable]
+pub trait QpOps<T: Driver>: Sized + Send + Sync {
+    /// A new QP in `pd`. Returns its data, its number and the capacities
+    /// it has (at least those asked for), which go back to the caller.
+    fn create_qp(
+        _pd: &Pd<T>,
+        _init: &QpInit,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self, u32, QpCap)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes `mask` names to the values in `attrs`;
+    /// `cur` is the current state the caller claims (`IB_QP_CUR_STATE`).
+    fn modify_qp(
+        _qp: &Qp<T>,
+        _attrs: &QpAttrs,
+        _cur: Option<QpState>,
+        _mask: u32,
+        _udata: Option<&Udata>,
+    ) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The QP's attributes, capacities and whether all sends signal.
+    fn query_qp(_qp: &Qp<T>) -> Result<(QpAttrs, QpCap, bool)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Asked before a QP is destroyed; an error keeps it. Its data is
+    /// dropped after `Ok`.
+    fn destroy_qp(_qp: &Qp<T>) -> Result {
+        Ok(())
+    }
+
+    /// A kernel send work request (one of a posted list), on a kernel QP.
+    /// May be called in atomic context: must not sleep.
+    fn post_send_kernel(_qp: &Qp<T>, _wr: &SendWr<'_, T>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// The user doorbell (`post_send` with no work requests): process the
+    /// send queue up to the producer index.
+    fn post_send_user(_qp: &Qp<T>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A kernel receive work request, on a kernel QP. Must not sleep.
+    fn post_recv(_qp: &Qp<T>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Attaches a UD QP to the multicast group `gid` (the core checked the
+    /// QP type and the address).
+    fn attach_mcast(_qp: &Qp<T>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Detaches a QP from a multicast group.
+    fn detach_mcast(_qp: &Qp<T>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// `enum ib_qp_type`, the kinds rrxe knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpType {
@@ -334,7 +400,7 @@ pub(super) unsafe extern "C" fn create_qp_callback<T: Driver>(
             )
         };
         req.handle = qp as usize;
-        let (data, qpn, cap) = T::create_qp(pd, &req, udata)?;
+        let (data, qpn, cap) = T::Qp::create_qp(pd, &req, udata)?;
         // SAFETY: As above; the data part is uninitialised and ours, and
         // the request's capacities are reported back to the caller.
         unsafe {
@@ -363,7 +429,7 @@ pub(super) unsafe extern "C" fn modify_qp_callback<T: Driver>(
         // of the call.
         let (q, a, udata) = unsafe { (Qp::<T>::from_raw(qp), &*attr, Udata::from_raw(udata)) };
         let (attrs, cur, _cap) = attrs_from_raw(a, mask as u32).ok_or(EINVAL)?;
-        T::modify_qp(q, &attrs, cur, mask as u32, udata)?;
+        T::Qp::modify_qp(q, &attrs, cur, mask as u32, udata)?;
         Ok(0)
     })
 }
@@ -383,7 +449,7 @@ pub(super) unsafe extern "C" fn query_qp_callback<T: Driver>(
     from_result(|| {
         // SAFETY: A live QP of this device.
         let q = unsafe { Qp::<T>::from_raw(qp) };
-        let (attrs, cap, sig_all) = T::query_qp(q)?;
+        let (attrs, cap, sig_all) = T::Qp::query_qp(q)?;
         // SAFETY: The core passes output structures for the call; the
         // QP's C fields are fixed after creation.
         unsafe {
@@ -420,7 +486,7 @@ pub(super) unsafe extern "C" fn destroy_qp_callback<T: Driver>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: A live QP of this device, created by `create_qp`.
-        T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) })?;
+        T::Qp::destroy_qp(unsafe { Qp::<T>::from_raw(qp) })?;
         // SAFETY: As above; the core frees the QP after success and
         // the data is not used again.
         unsafe { Qp::<T>::drop_data(qp) };
@@ -457,7 +523,7 @@ pub(super) unsafe extern "C" fn post_send_callback<T: Driver>(
             // embedded in the type its QP type and opcode imply; AHs
             // of UD requests belong to this device.
             let w = unsafe { SendWr::<T>::from_raw(cur, ud) };
-            if let Err(e) = T::post_send_kernel(q, &w) {
+            if let Err(e) = T::Qp::post_send_kernel(q, &w) {
                 if !bad.is_null() {
                     // SAFETY: The caller's output pointer.
                     unsafe { *bad = cur };
@@ -471,7 +537,7 @@ pub(super) unsafe extern "C" fn post_send_callback<T: Driver>(
     }
     from_result(|| {
         // SAFETY: A live QP of this device.
-        T::post_send_user(unsafe { Qp::<T>::from_raw(qp) })?;
+        T::Qp::post_send_user(unsafe { Qp::<T>::from_raw(qp) })?;
         Ok(0)
     })
 }
@@ -494,7 +560,7 @@ pub(super) unsafe extern "C" fn post_recv_callback<T: Driver>(
     while !cur.is_null() {
         // SAFETY: The poster's list, each entry valid for the call.
         let w = unsafe { RecvWr::from_raw(cur) };
-        if let Err(e) = T::post_recv(q, &w) {
+        if let Err(e) = T::Qp::post_recv(q, &w) {
             if !bad.is_null() {
                 // SAFETY: The caller's output pointer.
                 unsafe { *bad = cur };
@@ -522,7 +588,7 @@ pub(super) unsafe extern "C" fn attach_mcast_callback<T: Driver>(
         // SAFETY: A live QP of this device and the group's GID, for the
         // call; `raw` covers the whole GID union.
         let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
-        T::attach_mcast(q, &g)?;
+        T::Qp::attach_mcast(q, &g)?;
         Ok(0)
     })
 }
@@ -540,7 +606,7 @@ pub(super) unsafe extern "C" fn detach_mcast_callback<T: Driver>(
     from_result(|| {
         // SAFETY: As in `attach_mcast_callback`.
         let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
-        T::detach_mcast(q, &g)?;
+        T::Qp::detach_mcast(q, &g)?;
         Ok(0)
     })
 }

@@ -11,6 +11,39 @@ use super::{
 };
 use kernel::{error::from_result, prelude::*};
 
+/// The operations on a shared receive queue, implemented by the driver's
+/// SRQ data ([`Driver::Srq`]). The data is dropped when the SRQ is
+/// destroyed.
+#[vtable]
+pub trait SrqOps<T: Driver>: Sized + Send + Sync {
+    /// A new SRQ in `pd`; returns its data and the attributes it has.
+    /// `this` is a handle to the SRQ being created, for raising its limit
+    /// event later.
+    fn create_srq(
+        _pd: &Pd<T>,
+        _init: &SrqInit,
+        _udata: Option<&Udata>,
+        _this: SrqRef<T>,
+    ) -> Result<(Self, SrqAttr)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes `mask` names.
+    fn modify_srq(_srq: &Srq<T>, _attr: SrqAttr, _mask: SrqMask, _udata: Option<&Udata>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The SRQ's attributes.
+    fn query_srq(_srq: &Srq<T>) -> Result<SrqAttr> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A kernel receive work request, on a kernel SRQ. Must not sleep.
+    fn post_srq_recv(_srq: &Srq<T>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+}
+
 /// `struct ib_srq_attr`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SrqAttr {
@@ -149,7 +182,7 @@ pub(super) unsafe extern "C" fn create_srq_callback<T: Driver>(
         };
         // SAFETY: The SRQ being created.
         let this = unsafe { SrqRef::from_raw(srq) };
-        let (data, attr) = T::create_srq(pd, &req, udata, this)?;
+        let (data, attr) = T::Srq::create_srq(pd, &req, udata, this)?;
         // SAFETY: As above; the data part is uninitialised and ours; the
         // attributes made go back in the request.
         unsafe {
@@ -182,7 +215,7 @@ pub(super) unsafe extern "C" fn modify_srq_callback<T: Driver>(
                 Udata::from_raw(udata),
             )
         };
-        T::modify_srq(s, a, SrqMask::from_raw(mask as u32), udata)?;
+        T::Srq::modify_srq(s, a, SrqMask::from_raw(mask as u32), udata)?;
         Ok(0)
     })
 }
@@ -200,7 +233,7 @@ pub(super) unsafe extern "C" fn query_srq_callback<T: Driver>(
     from_result(|| {
         // SAFETY: A live SRQ of this device and an output for the call.
         let (s, out) = unsafe { (Srq::<T>::from_raw(srq), &mut *attr) };
-        T::query_srq(s)?.to_raw(out);
+        T::Srq::query_srq(s)?.to_raw(out);
         Ok(0)
     })
 }
@@ -238,7 +271,7 @@ pub(super) unsafe extern "C" fn post_srq_recv_callback<T: Driver>(
     while !cur.is_null() {
         // SAFETY: The poster's list, each entry valid for the call.
         let w = unsafe { RecvWr::from_raw(cur) };
-        if let Err(e) = T::post_srq_recv(s, &w) {
+        if let Err(e) = T::Srq::post_srq_recv(s, &w) {
             if !bad.is_null() {
                 // SAFETY: The caller's output pointer.
                 unsafe { *bad = cur };

@@ -7,7 +7,7 @@
 //! in its work requests).
 
 use crate::ib::{
-    ah::AhInit,
+    ah::{AhInit, AhOps},
     object::{Ah, Pd},
     udata::Udata,
 };
@@ -60,67 +60,70 @@ struct CreateAhResp {
 // SAFETY: Two `u32`s, no padding.
 unsafe impl AsBytes for CreateAhResp {}
 
-/// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
-/// 1, with a resolved RoCEv2 source GID.
-pub fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
-    if !init.roce
-        || !init.grh
-        || init.av.port_num != 1
-        || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN
-    {
-        return Err(EINVAL);
-    }
-    let sgid = init.sgid.ok_or(EINVAL)?;
-    if !sgid.roce_v2 {
-        return Err(EINVAL);
-    }
-    let dev = pd.device().data();
-    let pd_id = pd as *const _ as usize;
-    let Some(u) = udata else {
-        // A kernel AH: kernel work requests name it by pointer, so it needs
-        // no number and no table slot; it may be made in atomic context.
-        let flags = if init.sleepable {
-            GFP_KERNEL
-        } else {
-            GFP_ATOMIC
-        };
-        let shared = Arc::new(
-            AhShared {
-                num: 0,
-                pd: pd_id,
-                av: init.av,
-                sgid: sgid.gid,
-            },
-            flags,
-        )?;
-        return Ok(RrxeAh { shared, dev });
-    };
-    let (num, shared) = dev.ah_pool().insert(|num| {
-        Ok(Arc::new(
-            AhShared {
-                num,
-                pd: pd_id,
-                av: init.av,
-                sgid: sgid.gid,
-            },
-            GFP_KERNEL,
-        )?)
-    })?;
-    let ah = RrxeAh { shared, dev };
-    let udata = Some(u);
-    if let Some(u) = udata {
-        if u.outlen() >= core::mem::size_of::<CreateAhResp>() {
-            // On failure `ah` is dropped and leaves the table.
-            u.write_out(&CreateAhResp {
-                ah_num: num,
-                reserved: 0,
-            })?;
+#[vtable]
+impl AhOps<Rrxe> for RrxeAh {
+    /// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
+    /// 1, with a resolved RoCEv2 source GID.
+    fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
+        if !init.roce
+            || !init.grh
+            || init.av.port_num != 1
+            || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN
+        {
+            return Err(EINVAL);
         }
+        let sgid = init.sgid.ok_or(EINVAL)?;
+        if !sgid.roce_v2 {
+            return Err(EINVAL);
+        }
+        let dev = pd.device().data();
+        let pd_id = pd as *const _ as usize;
+        let Some(u) = udata else {
+            // A kernel AH: kernel work requests name it by pointer, so it needs
+            // no number and no table slot; it may be made in atomic context.
+            let flags = if init.sleepable {
+                GFP_KERNEL
+            } else {
+                GFP_ATOMIC
+            };
+            let shared = Arc::new(
+                AhShared {
+                    num: 0,
+                    pd: pd_id,
+                    av: init.av,
+                    sgid: sgid.gid,
+                },
+                flags,
+            )?;
+            return Ok(RrxeAh { shared, dev });
+        };
+        let (num, shared) = dev.ah_pool().insert(|num| {
+            Ok(Arc::new(
+                AhShared {
+                    num,
+                    pd: pd_id,
+                    av: init.av,
+                    sgid: sgid.gid,
+                },
+                GFP_KERNEL,
+            )?)
+        })?;
+        let ah = RrxeAh { shared, dev };
+        let udata = Some(u);
+        if let Some(u) = udata {
+            if u.outlen() >= core::mem::size_of::<CreateAhResp>() {
+                // On failure `ah` is dropped and leaves the table.
+                u.write_out(&CreateAhResp {
+                    ah_num: num,
+                    reserved: 0,
+                })?;
+            }
+        }
+        Ok(ah)
     }
-    Ok(ah)
-}
 
-/// `query_ah`.
-pub fn query_ah(ah: &Ah<Rrxe>) -> Result<Av> {
-    Ok(ah.data().shared.av)
+    /// `query_ah`.
+    fn query_ah(ah: &Ah<Rrxe>) -> Result<Av> {
+        Ok(ah.data().shared.av)
+    }
 }

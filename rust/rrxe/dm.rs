@@ -9,7 +9,7 @@
 //! can name them and the offset can no longer be mapped.
 
 use crate::ib::{
-    dm::{Dm, DmMrRequest, DmRequest},
+    dm::{Dm, DmMrRequest, DmOps, DmRequest},
     mmap::UserMmapEntry,
     object::{Pd, Ucontext},
 };
@@ -78,65 +78,69 @@ pub struct RrxeDm {
     pub mem: Arc<DmMem>,
 }
 
-/// `alloc_dm`: reserves `req.length` bytes (rounded up to pages) of the
-/// device's memory and makes them mappable by the calling process. Returns
-/// the mmap offset.
-pub fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
-    let dev = uc.device().data();
-    let max = dev.max_dm_size();
-    let charged =
-        rules::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(|e| match e {
-            rules::DmError::Off => EOPNOTSUPP,
-            rules::DmError::Invalid => EINVAL,
-        })?;
-    dev.dm_used()
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-            rules::reserve(used, charged, max)
-        })
-        .map_err(|_| ENOMEM)?;
-    // CAST: `charged <= max <= MAX_DM_SIZE`, which fits in `usize`.
-    let entry = match UserMmapEntry::new(uc, charged as usize) {
-        Ok(e) => e,
-        Err(e) => {
-            dev.dm_used().fetch_sub(charged, Ordering::Relaxed);
-            return Err(e);
-        }
-    };
-    let offset = entry.offset();
-    // INVARIANT: `charged` was reserved above; the buffer holds `charged`
-    // bytes, at least `length`.
-    let mem = DmMem {
-        entry,
-        len: req.length,
-        charged,
-        dev,
-    };
-    Ok((
-        RrxeDm {
-            mem: Arc::new(mem, GFP_KERNEL)?,
-        },
-        offset,
-    ))
-}
+#[vtable]
+impl DmOps<Rrxe> for RrxeDm {
+    /// `alloc_dm`: reserves `req.length` bytes (rounded up to pages) of the
+    /// device's memory and makes them mappable by the calling process. Returns
+    /// the mmap offset.
+    fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
+        let dev = uc.device().data();
+        let max = dev.max_dm_size();
+        let charged = rules::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(
+            |e| match e {
+                rules::DmError::Off => EOPNOTSUPP,
+                rules::DmError::Invalid => EINVAL,
+            },
+        )?;
+        dev.dm_used()
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                rules::reserve(used, charged, max)
+            })
+            .map_err(|_| ENOMEM)?;
+        // CAST: `charged <= max <= MAX_DM_SIZE`, which fits in `usize`.
+        let entry = match UserMmapEntry::new(uc, charged as usize) {
+            Ok(e) => e,
+            Err(e) => {
+                dev.dm_used().fetch_sub(charged, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        let offset = entry.offset();
+        // INVARIANT: `charged` was reserved above; the buffer holds `charged`
+        // bytes, at least `length`.
+        let mem = DmMem {
+            entry,
+            len: req.length,
+            charged,
+            dev,
+        };
+        Ok((
+            RrxeDm {
+                mem: Arc::new(mem, GFP_KERNEL)?,
+            },
+            offset,
+        ))
+    }
 
-/// `reg_dm_mr`: a zero-based MR over `[offset, offset + length)` of `dm`.
-/// A zero length is allowed (the core allows it; the region then answers
-/// to no address).
-pub fn reg_dm_mr(pd: &Pd<Rrxe>, dm: &Dm<Rrxe>, req: DmMrRequest) -> Result<(Arc<RrxeMr>, u32)> {
-    access::check_kernel_mr_access(req.access).map_err(mr::access_err)?;
-    if req.access & access::ZERO_BASED == 0 {
-        return Err(EINVAL);
+    /// `reg_dm_mr`: a zero-based MR over `[offset, offset + length)` of `dm`.
+    /// A zero length is allowed (the core allows it; the region then answers
+    /// to no address).
+    fn reg_dm_mr(pd: &Pd<Rrxe>, dm: &Dm<Rrxe>, req: DmMrRequest) -> Result<(Arc<RrxeMr>, u32)> {
+        access::check_kernel_mr_access(req.access).map_err(mr::access_err)?;
+        if req.access & access::ZERO_BASED == 0 {
+            return Err(EINVAL);
+        }
+        let mem = &dm.data().mem;
+        // The core checked this; the copies below rely on it, so check again.
+        let end = req.offset.checked_add(req.length).ok_or(EINVAL)?;
+        if end > mem.len() {
+            return Err(EINVAL);
+        }
+        let range = Range::new(0, req.length).ok_or(EINVAL)?;
+        let backing = MrMem::Dm {
+            mem: mem.clone(),
+            offset: req.offset,
+        };
+        mr::insert_mr(pd, req.access, range, Arc::new(backing, GFP_KERNEL)?)
     }
-    let mem = &dm.data().mem;
-    // The core checked this; the copies below rely on it, so check again.
-    let end = req.offset.checked_add(req.length).ok_or(EINVAL)?;
-    if end > mem.len() {
-        return Err(EINVAL);
-    }
-    let range = Range::new(0, req.length).ok_or(EINVAL)?;
-    let backing = MrMem::Dm {
-        mem: mem.clone(),
-        offset: req.offset,
-    };
-    mr::insert_mr(pd, req.access, range, Arc::new(backing, GFP_KERNEL)?)
 }

@@ -10,6 +10,7 @@ pub mod mcast;
 pub mod mr;
 pub mod net;
 pub mod params;
+pub mod pd;
 pub mod pool;
 pub mod qp;
 pub mod queue;

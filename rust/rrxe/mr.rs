@@ -3,7 +3,8 @@
 //! Memory regions and windows: registration, keys and lookups.
 
 use crate::ib::{
-    mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
+    mr::{FastRegType, Mr, MrOps, ReregFlags, UserMrRequest},
+    mw::MwOps,
     object::Pd,
     udata::Udata,
     umem::{PageRef, Umem},
@@ -176,43 +177,208 @@ fn random_key8() -> u8 {
     b[0]
 }
 
-/// `reg_user_mr`: pins the pages and enters the MR in the table.
-pub fn reg_user_mr(
-    pd: &Pd<Rrxe>,
-    req: UserMrRequest,
-    _udata: Option<&Udata>,
-) -> Result<(Arc<RrxeMr>, u32)> {
-    access::check_mr_access(req.access).map_err(access_err)?;
-    if req.length == 0 {
-        return Err(EINVAL);
+#[vtable]
+impl MrOps<Rrxe> for Arc<RrxeMr> {
+    /// `reg_user_mr`: pins the pages and enters the MR in the table.
+    fn reg_user_mr(
+        pd: &Pd<Rrxe>,
+        req: UserMrRequest,
+        _udata: Option<&Udata>,
+    ) -> Result<(Arc<RrxeMr>, u32)> {
+        access::check_mr_access(req.access).map_err(access_err)?;
+        if req.length == 0 {
+            return Err(EINVAL);
+        }
+        let iova = if req.access & access::ZERO_BASED != 0 {
+            0
+        } else {
+            req.iova
+        };
+        let range = Range::new(iova, req.length).ok_or(EINVAL)?;
+        let dev = pd.device();
+        // ib_umem_get refuses ON_DEMAND: an ODP MR is pinned like any other.
+        let umem = Umem::get(dev, req.start, req.length, req.access & !access::ON_DEMAND)?;
+        let pages = umem.pages()?;
+        let first_offset = umem.first_page_offset();
+        let mem = Arc::new(
+            MrMem::User {
+                _umem: umem,
+                pages,
+                first_offset,
+            },
+            GFP_KERNEL,
+        )?;
+        insert_mr(pd, req.access, range, mem)
     }
-    let iova = if req.access & access::ZERO_BASED != 0 {
-        0
-    } else {
-        req.iova
-    };
-    let range = Range::new(iova, req.length).ok_or(EINVAL)?;
-    let dev = pd.device();
-    // ib_umem_get refuses ON_DEMAND: an ODP MR is pinned like any other.
-    let umem = Umem::get(dev, req.start, req.length, req.access & !access::ON_DEMAND)?;
-    let pages = umem.pages()?;
-    let first_offset = umem.first_page_offset();
-    let mem = Arc::new(
-        MrMem::User {
-            _umem: umem,
-            pages,
-            first_offset,
-        },
-        GFP_KERNEL,
-    )?;
-    insert_mr(pd, req.access, range, mem)
-}
 
-/// `get_dma_mr`: an MR over all kernel memory.
-pub fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
-    access::check_kernel_mr_access(access).map_err(access_err)?;
-    let range = Range::new(0, u64::MAX).ok_or(EINVAL)?;
-    insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
+    /// `get_dma_mr`: an MR over all kernel memory.
+    fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
+        access::check_kernel_mr_access(access).map_err(access_err)?;
+        let range = Range::new(0, u64::MAX).ok_or(EINVAL)?;
+        insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
+    }
+
+    /// `alloc_mr`: a fast-registration MR (`IB_MR_TYPE_MEM_REG` only, as rxe)
+    /// for up to `max_num_sg` pages, at most `max_fast_reg_page_list_len`.
+    /// It answers to no key until a registration work request makes it valid.
+    fn alloc_mr(pd: &Pd<Rrxe>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<RrxeMr>, u32)> {
+        if ty != FastRegType::MemReg
+            || max_num_sg == 0
+            || max_num_sg > limits::MAX_FAST_REG_PAGE_LIST_LEN
+        {
+            return Err(EINVAL);
+        }
+        let mut pages = KVec::with_capacity(max_num_sg as usize, GFP_KERNEL)?;
+        pages.clear();
+        // INVARIANT: Empty, with capacity `max`.
+        let fast = KBox::pin_init(
+            new_spinlock!(FastPages {
+                pages,
+                max: max_num_sg,
+                page_shift: PAGE_SHIFT as u32,
+                iova: 0,
+                length: 0,
+                key: 0,
+                access: 0,
+                valid: false,
+            }),
+            GFP_KERNEL,
+        )?;
+        let range = Range::new(0, 0).ok_or(EINVAL)?;
+        let (mr, key) = insert_mr(pd, 0, range, Arc::new(MrMem::Fast(fast), GFP_KERNEL)?)?;
+        if let MrMem::Fast(f) = &*mr.mem {
+            f.lock().key = key;
+        }
+        Ok((mr, key))
+    }
+
+    /// `ib_map_mr_sg` starts: a new page list of `page_size` pages.
+    fn map_mr_sg_start(mr: &Mr<Rrxe>, page_size: u32) -> Result {
+        let f = fast_pages(mr)?;
+        if !page_size.is_power_of_two() || u64::from(page_size) & limits::PAGE_SIZE_CAP == 0 {
+            return Err(EINVAL);
+        }
+        let mut g = f.lock();
+        g.pages.clear();
+        g.page_shift = page_size.trailing_zeros();
+        g.iova = 0;
+        g.length = 0;
+        Ok(())
+    }
+
+    /// One more page; `ENOMEM` once the MR is full, which ends the mapping.
+    fn map_mr_sg_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
+        let f = fast_pages(mr)?;
+        let mut g = f.lock();
+        if g.pages.len() >= g.max as usize {
+            return Err(ENOMEM);
+        }
+        // Within the capacity reserved at creation: no allocation happens.
+        g.pages.push(addr, GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// The mapping is complete; the core computed its range.
+    fn map_mr_sg_done(mr: &Mr<Rrxe>, _n: u32, iova: u64, length: u64) {
+        if let Ok(f) = fast_pages(mr) {
+            let mut g = f.lock();
+            g.iova = iova;
+            g.length = length;
+        }
+    }
+
+    /// `dereg_mr`: refused while windows are bound (as rxe does), else removed
+    /// from the table; the memory is unpinned when the last reference goes.
+    fn dereg_mr(mr: &Mr<Rrxe>) -> Result {
+        let m = mr.data();
+        if m.bound_mws.load(Ordering::Acquire) != 0 {
+            return Err(EINVAL);
+        }
+        // A rereg may have put a replacement at this index already.
+        mr.pd().device().data().mr_pool().remove_if(m.index, m);
+        Ok(())
+    }
+
+    /// `rereg_user_mr`: a replacement MR under the same key, with a new PD,
+    /// access and/or translation. The core retires the old MR afterwards;
+    /// work already holding the old one finishes on the old view.
+    fn rereg_user_mr(
+        mr: &Mr<Rrxe>,
+        flags: ReregFlags,
+        req: UserMrRequest,
+        new_pd: &Pd<Rrxe>,
+        _udata: Option<&Udata>,
+    ) -> Result<(Arc<RrxeMr>, u32)> {
+        let old = mr.data();
+        if old.bound_mws.load(Ordering::Acquire) != 0 {
+            return Err(EINVAL);
+        }
+        let access = if flags.access { req.access } else { old.access };
+        access::check_mr_access(access).map_err(access_err)?;
+        let (range, mem) = if flags.translation {
+            if req.length == 0 {
+                return Err(EINVAL);
+            }
+            let iova = if access & access::ZERO_BASED != 0 {
+                0
+            } else {
+                req.iova
+            };
+            let range = Range::new(iova, req.length).ok_or(EINVAL)?;
+            let umem = Umem::get(
+                new_pd.device(),
+                req.start,
+                req.length,
+                access & !access::ON_DEMAND,
+            )?;
+            let pages = umem.pages()?;
+            let first_offset = umem.first_page_offset();
+            (
+                range,
+                Arc::new(
+                    MrMem::User {
+                        _umem: umem,
+                        pages,
+                        first_offset,
+                    },
+                    GFP_KERNEL,
+                )?,
+            )
+        } else {
+            if (access ^ old.access)
+                & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                != 0
+                && access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                    != 0
+                && old.access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                    == 0
+            {
+                // The pages were pinned read-only; writable access needs a new
+                // translation.
+                return Err(EINVAL);
+            }
+            (old.range, old.mem.clone())
+        };
+        let new = Arc::new(
+            RrxeMr {
+                index: old.index,
+                key: old.key,
+                pd: new_pd as *const _ as usize,
+                access,
+                range,
+                mem,
+                bound_mws: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        new_pd
+            .device()
+            .data()
+            .mr_pool()
+            .replace(old.index, old, new.clone())?;
+        let key = new.key;
+        Ok((new, key))
+    }
 }
 
 pub(crate) fn insert_mr(
@@ -243,40 +409,6 @@ pub(crate) fn insert_mr(
     Ok((mr, key))
 }
 
-/// `alloc_mr`: a fast-registration MR (`IB_MR_TYPE_MEM_REG` only, as rxe)
-/// for up to `max_num_sg` pages, at most `max_fast_reg_page_list_len`.
-/// It answers to no key until a registration work request makes it valid.
-pub fn alloc_mr(pd: &Pd<Rrxe>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<RrxeMr>, u32)> {
-    if ty != FastRegType::MemReg
-        || max_num_sg == 0
-        || max_num_sg > limits::MAX_FAST_REG_PAGE_LIST_LEN
-    {
-        return Err(EINVAL);
-    }
-    let mut pages = KVec::with_capacity(max_num_sg as usize, GFP_KERNEL)?;
-    pages.clear();
-    // INVARIANT: Empty, with capacity `max`.
-    let fast = KBox::pin_init(
-        new_spinlock!(FastPages {
-            pages,
-            max: max_num_sg,
-            page_shift: PAGE_SHIFT as u32,
-            iova: 0,
-            length: 0,
-            key: 0,
-            access: 0,
-            valid: false,
-        }),
-        GFP_KERNEL,
-    )?;
-    let range = Range::new(0, 0).ok_or(EINVAL)?;
-    let (mr, key) = insert_mr(pd, 0, range, Arc::new(MrMem::Fast(fast), GFP_KERNEL)?)?;
-    if let MrMem::Fast(f) = &*mr.mem {
-        f.lock().key = key;
-    }
-    Ok((mr, key))
-}
-
 fn fast_pages(mr: &Mr<Rrxe>) -> Result<&Pin<KBox<SpinLock<FastPages>>>> {
     match &*mr.data().mem {
         MrMem::Fast(f) => Ok(f),
@@ -284,142 +416,18 @@ fn fast_pages(mr: &Mr<Rrxe>) -> Result<&Pin<KBox<SpinLock<FastPages>>>> {
     }
 }
 
-/// `ib_map_mr_sg` starts: a new page list of `page_size` pages.
-pub fn map_mr_sg_start(mr: &Mr<Rrxe>, page_size: u32) -> Result {
-    let f = fast_pages(mr)?;
-    if !page_size.is_power_of_two() || u64::from(page_size) & limits::PAGE_SIZE_CAP == 0 {
-        return Err(EINVAL);
-    }
-    let mut g = f.lock();
-    g.pages.clear();
-    g.page_shift = page_size.trailing_zeros();
-    g.iova = 0;
-    g.length = 0;
-    Ok(())
-}
-
-/// One more page; `ENOMEM` once the MR is full, which ends the mapping.
-pub fn map_mr_sg_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
-    let f = fast_pages(mr)?;
-    let mut g = f.lock();
-    if g.pages.len() >= g.max as usize {
-        return Err(ENOMEM);
-    }
-    // Within the capacity reserved at creation: no allocation happens.
-    g.pages.push(addr, GFP_ATOMIC)?;
-    Ok(())
-}
-
-/// The mapping is complete; the core computed its range.
-pub fn map_mr_sg_done(mr: &Mr<Rrxe>, iova: u64, length: u64) {
-    if let Ok(f) = fast_pages(mr) {
-        let mut g = f.lock();
-        g.iova = iova;
-        g.length = length;
-    }
-}
-
-/// `dereg_mr`: refused while windows are bound (as rxe does), else removed
-/// from the table; the memory is unpinned when the last reference goes.
-pub fn dereg_mr(mr: &Mr<Rrxe>) -> Result {
-    let m = mr.data();
-    if m.bound_mws.load(Ordering::Acquire) != 0 {
-        return Err(EINVAL);
-    }
-    // A rereg may have put a replacement at this index already.
-    mr.pd().device().data().mr_pool().remove_if(m.index, m);
-    Ok(())
-}
-
-/// `rereg_user_mr`: a replacement MR under the same key, with a new PD,
-/// access and/or translation. The core retires the old MR afterwards;
-/// work already holding the old one finishes on the old view.
-pub fn rereg_user_mr(
-    mr: &Mr<Rrxe>,
-    flags: ReregFlags,
-    req: UserMrRequest,
-    new_pd: &Pd<Rrxe>,
-) -> Result<(Arc<RrxeMr>, u32)> {
-    let old = mr.data();
-    if old.bound_mws.load(Ordering::Acquire) != 0 {
-        return Err(EINVAL);
-    }
-    let access = if flags.access { req.access } else { old.access };
-    access::check_mr_access(access).map_err(access_err)?;
-    let (range, mem) = if flags.translation {
-        if req.length == 0 {
-            return Err(EINVAL);
-        }
-        let iova = if access & access::ZERO_BASED != 0 {
-            0
-        } else {
-            req.iova
-        };
-        let range = Range::new(iova, req.length).ok_or(EINVAL)?;
-        let umem = Umem::get(
-            new_pd.device(),
-            req.start,
-            req.length,
-            access & !access::ON_DEMAND,
-        )?;
-        let pages = umem.pages()?;
-        let first_offset = umem.first_page_offset();
-        (
-            range,
-            Arc::new(
-                MrMem::User {
-                    _umem: umem,
-                    pages,
-                    first_offset,
-                },
-                GFP_KERNEL,
-            )?,
-        )
-    } else {
-        if (access ^ old.access)
-            & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
-            != 0
-            && access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
-            && old.access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
-                == 0
-        {
-            // The pages were pinned read-only; writable access needs a new
-            // translation.
-            return Err(EINVAL);
-        }
-        (old.range, old.mem.clone())
-    };
-    let new = Arc::new(
-        RrxeMr {
-            index: old.index,
-            key: old.key,
-            pd: new_pd as *const _ as usize,
-            access,
-            range,
-            mem,
-            bound_mws: AtomicU32::new(0),
-        },
-        GFP_KERNEL,
-    )?;
-    new_pd
-        .device()
-        .data()
-        .mr_pool()
-        .replace(old.index, old, new.clone())?;
-    let key = new.key;
-    Ok((new, key))
-}
-
-/// `alloc_mw`: a window in the MW table. Type 1 windows start valid and
-/// unbound; type 2 windows start free.
-pub fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
-    let dev = pd.device().data();
-    let pd_id = pd as *const _ as usize;
-    let (_, mw) = dev.mw_pool().insert(|index| {
-        let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
-        let state = mw::initial_state(ty);
-        Arc::pin_init(
-            try_pin_init!(RrxeMw {
+#[vtable]
+impl MwOps<Rrxe> for MwHandle {
+    /// `alloc_mw`: a window in the MW table. Type 1 windows start valid and
+    /// unbound; type 2 windows start free.
+    fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
+        let dev = pd.device().data();
+        let pd_id = pd as *const _ as usize;
+        let (_, mw) = dev.mw_pool().insert(|index| {
+            let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
+            let state = mw::initial_state(ty);
+            Arc::pin_init(
+                try_pin_init!(RrxeMw {
                 index,
                 rkey: AtomicU32::new(rkey),
                 ty,
@@ -427,11 +435,12 @@ pub fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(Mw
                 // INVARIANT: Unbound.
                 bind <- new_spinlock!(MwBind { state, binding: None }),
             }? Error),
-            GFP_KERNEL,
-        )
-    })?;
-    let rkey = mw.rkey.load(Ordering::Relaxed);
-    Ok((MwHandle { mw, dev }, rkey))
+                GFP_KERNEL,
+            )
+        })?;
+        let rkey = mw.rkey.load(Ordering::Relaxed);
+        Ok((MwHandle { mw, dev }, rkey))
+    }
 }
 
 /// A window as the core holds it: removed from the table when the core

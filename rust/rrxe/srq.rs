@@ -8,7 +8,7 @@
 
 use crate::ib::{
     object::{Pd, Srq},
-    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
+    srq::{SrqAttr, SrqInit, SrqMask, SrqOps, SrqRef},
     udata::Udata,
     wr::RecvWr,
 };
@@ -142,167 +142,170 @@ fn attr_err(e: AttrError) -> Error {
     }
 }
 
-/// `create_srq`.
-pub fn create_srq(
-    pd: &Pd<Rrxe>,
-    init: &SrqInit,
-    udata: Option<&Udata>,
-    this: SrqRef<Rrxe>,
-) -> Result<(RrxeSrq, SrqAttr)> {
-    if !init.basic {
-        return Err(EOPNOTSUPP);
-    }
-    let (max_wr, max_sge) =
-        qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
-    let elem = qp::recv_wqe_size(max_sge);
-    let (ring, uc) = match udata {
-        Some(u) => {
-            if u.outlen() < core::mem::size_of::<CreateSrqResp>() {
-                return Err(EINVAL);
+#[vtable]
+impl SrqOps<Rrxe> for RrxeSrq {
+    /// `create_srq`.
+    fn create_srq(
+        pd: &Pd<Rrxe>,
+        init: &SrqInit,
+        udata: Option<&Udata>,
+        this: SrqRef<Rrxe>,
+    ) -> Result<(RrxeSrq, SrqAttr)> {
+        if !init.basic {
+            return Err(EOPNOTSUPP);
+        }
+        let (max_wr, max_sge) =
+            qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
+        let elem = qp::recv_wqe_size(max_sge);
+        let (ring, uc) = match udata {
+            Some(u) => {
+                if u.outlen() < core::mem::size_of::<CreateSrqResp>() {
+                    return Err(EINVAL);
+                }
+                let uc = u.ucontext::<Rrxe>();
+                (
+                    UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?,
+                    uc as *const _,
+                )
             }
-            let uc = u.ucontext::<Rrxe>();
-            (
-                UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?,
-                uc as *const _,
+            // A kernel SRQ: its ring is in kernel memory, filled by
+            // `ib_post_srq_recv`.
+            None => (
+                UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?,
+                core::ptr::null(),
+            ),
+        };
+        let attr = SrqAttr {
+            max_wr: ring.geometry().index_mask,
+            max_sge,
+            srq_limit: init.attr.srq_limit,
+        };
+        let mi = ring.mmap_info();
+        let dev = pd.device().data();
+        let mut inner = Some(SrqInner {
+            ring,
+            max_sge,
+            limit: init.attr.srq_limit,
+            this: Some(this),
+        });
+        let (num, shared) = dev.srq_pool().insert(|num| {
+            let inner = inner.take().ok_or(EINVAL)?;
+            Arc::pin_init(
+                try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error),
+                GFP_KERNEL,
             )
-        }
-        // A kernel SRQ: its ring is in kernel memory, filled by
-        // `ib_post_srq_recv`.
-        None => (
-            UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?,
-            core::ptr::null(),
-        ),
-    };
-    let attr = SrqAttr {
-        max_wr: ring.geometry().index_mask,
-        max_sge,
-        srq_limit: init.attr.srq_limit,
-    };
-    let mi = ring.mmap_info();
-    let dev = pd.device().data();
-    let mut inner = Some(SrqInner {
-        ring,
-        max_sge,
-        limit: init.attr.srq_limit,
-        this: Some(this),
-    });
-    let (num, shared) = dev.srq_pool().insert(|num| {
-        let inner = inner.take().ok_or(EINVAL)?;
-        Arc::pin_init(
-            try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error),
-            GFP_KERNEL,
-        )
-    })?;
-    let srq = RrxeSrq { shared, dev };
-    if let Some(u) = udata {
-        // On failure `srq` is dropped and leaves the table.
-        u.write_out(&CreateSrqResp {
-            mi,
-            srq_num: num,
-            reserved: 0,
         })?;
+        let srq = RrxeSrq { shared, dev };
+        if let Some(u) = udata {
+            // On failure `srq` is dropped and leaves the table.
+            u.write_out(&CreateSrqResp {
+                mi,
+                srq_num: num,
+                reserved: 0,
+            })?;
+        }
+        Ok((srq, attr))
     }
-    Ok((srq, attr))
-}
 
-/// `ib_post_srq_recv` on a kernel SRQ: into its ring. Does not sleep.
-pub fn post_srq_recv_kernel(srq: &Srq<Rrxe>, wr: &RecvWr<'_>) -> Result {
-    let s = &srq.data().shared;
-    if !s.uc.is_null() {
-        // User SRQs are filled through their mapped ring.
-        return Err(EINVAL);
-    }
-    let mut slot = [0u8; 1024];
-    let mut g = s.inner.lock();
-    if wr.num_sge() > g.max_sge as usize {
-        return Err(EINVAL);
-    }
-    let elem = g.ring.geometry().elem_size().min(slot.len());
-    crate::logic::wqe::encode_recv(&mut slot[..elem], wr.wr_id(), wr.sges()).ok_or(EINVAL)?;
-    if !g.ring.produce(&slot[..elem]) {
-        return Err(ENOMEM);
-    }
-    Ok(())
-}
-
-/// `modify_srq`: resizing builds a new ring with the posted WQEs and writes
-/// its mmap info to the address the command names; the limit arms the
-/// limit event.
-pub fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&Udata>) -> Result {
-    if mask.unknown {
-        return Err(EINVAL);
-    }
-    let s = &srq.data().shared;
-    let (capacity, limit, elem) = {
-        let g = s.inner.lock();
-        (
-            g.ring.geometry().index_mask,
-            g.limit,
-            g.ring.geometry().elem_size(),
-        )
-    };
-    qp::check_srq_modify(
-        mask.max_wr.then_some(attr.max_wr),
-        mask.limit.then_some(attr.srq_limit),
-        limit,
-        capacity,
-    )
-    .map_err(attr_err)?;
-    if mask.max_wr {
-        // Kernel SRQs (no context, no udata) are not resized.
-        if s.uc.is_null() {
+    /// `ib_post_srq_recv` on a kernel SRQ: into its ring. Does not sleep.
+    fn post_srq_recv(srq: &Srq<Rrxe>, wr: &RecvWr<'_>) -> Result {
+        let s = &srq.data().shared;
+        if !s.uc.is_null() {
+            // User SRQs are filled through their mapped ring.
             return Err(EINVAL);
         }
-        let u = udata.ok_or(EINVAL)?;
-        let cmd: ModifySrqCmd = u.read_in()?;
-        // Allocate without the lock; move the posted WQEs under it.
-        let mut new = {
+        let mut slot = [0u8; 1024];
+        let mut g = s.inner.lock();
+        if wr.num_sge() > g.max_sge as usize {
+            return Err(EINVAL);
+        }
+        let elem = g.ring.geometry().elem_size().min(slot.len());
+        crate::logic::wqe::encode_recv(&mut slot[..elem], wr.wr_id(), wr.sges()).ok_or(EINVAL)?;
+        if !g.ring.produce(&slot[..elem]) {
+            return Err(ENOMEM);
+        }
+        Ok(())
+    }
+
+    /// `modify_srq`: resizing builds a new ring with the posted WQEs and writes
+    /// its mmap info to the address the command names; the limit arms the
+    /// limit event.
+    fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&Udata>) -> Result {
+        if mask.unknown {
+            return Err(EINVAL);
+        }
+        let s = &srq.data().shared;
+        let (capacity, limit, elem) = {
             let g = s.inner.lock();
-            // SAFETY: Not null (checked above); the owning context outlives
-            // the SRQ (see `SrqShared`).
-            let uc = unsafe { &*s.uc };
-            // `sibling` allocates: take the shape, then drop the lock.
-            let shape = (g.ring.geometry().elem_size() as u32, uc);
-            drop(g);
-            UserRing::new(
-                shape.1,
-                Role::KernelConsumes,
-                attr.max_wr,
-                shape.0,
-                MAX_SRQ_RING_BYTES,
-            )?
+            (
+                g.ring.geometry().index_mask,
+                g.limit,
+                g.ring.geometry().elem_size(),
+            )
         };
-        let mi = new.mmap_info();
-        let mut buf = KVec::from_elem(0u8, elem, GFP_KERNEL)?;
-        let old = {
-            let mut g = s.inner.lock();
-            if g.limit != 0 && attr.max_wr < g.limit {
+        qp::check_srq_modify(
+            mask.max_wr.then_some(attr.max_wr),
+            mask.limit.then_some(attr.srq_limit),
+            limit,
+            capacity,
+        )
+        .map_err(attr_err)?;
+        if mask.max_wr {
+            // Kernel SRQs (no context, no udata) are not resized.
+            if s.uc.is_null() {
                 return Err(EINVAL);
             }
-            g.ring.transfer_into(&mut new, &mut buf)?;
-            core::mem::replace(&mut g.ring, new)
-        };
-        // Freed outside the lock; the process's old mapping keeps its
-        // pages until it unmaps them.
-        drop(old);
-        Udata::write_to_user(cmd.mmap_info_addr, mi.as_bytes())?;
-    }
-    if mask.limit {
-        let mut g = s.inner.lock();
-        if attr.srq_limit > g.ring.geometry().index_mask {
-            return Err(EINVAL);
+            let u = udata.ok_or(EINVAL)?;
+            let cmd: ModifySrqCmd = u.read_in()?;
+            // Allocate without the lock; move the posted WQEs under it.
+            let mut new = {
+                let g = s.inner.lock();
+                // SAFETY: Not null (checked above); the owning context outlives
+                // the SRQ (see `SrqShared`).
+                let uc = unsafe { &*s.uc };
+                // `sibling` allocates: take the shape, then drop the lock.
+                let shape = (g.ring.geometry().elem_size() as u32, uc);
+                drop(g);
+                UserRing::new(
+                    shape.1,
+                    Role::KernelConsumes,
+                    attr.max_wr,
+                    shape.0,
+                    MAX_SRQ_RING_BYTES,
+                )?
+            };
+            let mi = new.mmap_info();
+            let mut buf = KVec::from_elem(0u8, elem, GFP_KERNEL)?;
+            let old = {
+                let mut g = s.inner.lock();
+                if g.limit != 0 && attr.max_wr < g.limit {
+                    return Err(EINVAL);
+                }
+                g.ring.transfer_into(&mut new, &mut buf)?;
+                core::mem::replace(&mut g.ring, new)
+            };
+            // Freed outside the lock; the process's old mapping keeps its
+            // pages until it unmaps them.
+            drop(old);
+            Udata::write_to_user(cmd.mmap_info_addr, mi.as_bytes())?;
         }
-        g.limit = attr.srq_limit;
+        if mask.limit {
+            let mut g = s.inner.lock();
+            if attr.srq_limit > g.ring.geometry().index_mask {
+                return Err(EINVAL);
+            }
+            g.limit = attr.srq_limit;
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-/// `query_srq`.
-pub fn query_srq(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
-    let g = srq.data().shared.inner.lock();
-    Ok(SrqAttr {
-        max_wr: g.ring.geometry().index_mask,
-        max_sge: g.max_sge,
-        srq_limit: g.limit,
-    })
+    /// `query_srq`.
+    fn query_srq(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
+        let g = srq.data().shared.inner.lock();
+        Ok(SrqAttr {
+            max_wr: g.ring.geometry().index_mask,
+            max_sge: g.max_sge,
+            srq_limit: g.limit,
+        })
+    }
 }

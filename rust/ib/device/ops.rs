@@ -9,16 +9,25 @@
 
 use super::{port, registration, Driver};
 use crate::ib::{
-    ah, bindings, cq, dm, mmap, mr, mw,
+    ah::{self, AhOps},
+    bindings,
+    cq::{self, CqOps},
+    dm::{self, DmOps},
+    mmap,
+    mr::{self, MrOps},
+    mw::{self, MwOps},
     object::{Ah, Cq, Mw, Pd, Qp, Srq, Ucontext},
-    pd, qp, srq, stats,
+    pd,
+    qp::{self, QpOps},
+    srq::{self, SrqOps},
+    stats,
 };
 use kernel::prelude::*;
 
 /// Whether `T` has device memory (the DM alloc method then declares its
 /// mmap-offset attribute).
 pub(super) const fn has_alloc_dm<T: Driver>() -> bool {
-    T::HAS_ALLOC_DM
+    <T::Dm as DmOps<T>>::HAS_ALLOC_DM
 }
 
 /// The ops table of driver `T`, owned by `module`.
@@ -60,92 +69,96 @@ pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
     o.size_ib_pd = core::mem::size_of::<Pd<T>>();
 
     // Memory regions, windows and device memory.
-    if T::HAS_REG_USER_MR {
+    if <T::Mr as MrOps<T>>::HAS_REG_USER_MR {
         o.reg_user_mr = Some(mr::reg_user_mr_callback::<T>);
     }
-    if T::HAS_REREG_USER_MR {
+    if <T::Mr as MrOps<T>>::HAS_REREG_USER_MR {
         o.rereg_user_mr = Some(mr::rereg_user_mr_callback::<T>);
     }
-    if T::HAS_GET_DMA_MR {
+    if <T::Mr as MrOps<T>>::HAS_GET_DMA_MR {
         o.get_dma_mr = Some(mr::get_dma_mr_callback::<T>);
     }
-    if T::HAS_ALLOC_MR {
+    if <T::Mr as MrOps<T>>::HAS_ALLOC_MR {
         o.alloc_mr = Some(mr::alloc_mr_callback::<T>);
         o.map_mr_sg = Some(mr::map_mr_sg_callback::<T>);
     }
-    if T::HAS_REG_USER_MR || T::HAS_GET_DMA_MR || T::HAS_REG_DM_MR || T::HAS_ALLOC_MR {
+    if <T::Mr as MrOps<T>>::HAS_REG_USER_MR
+        || <T::Mr as MrOps<T>>::HAS_GET_DMA_MR
+        || <T::Mr as MrOps<T>>::HAS_ALLOC_MR
+        || <T::Dm as DmOps<T>>::HAS_REG_DM_MR
+    {
         o.dereg_mr = Some(mr::dereg_mr_callback::<T>);
     }
-    if T::HAS_ALLOC_MW {
+    if <T::Mw as MwOps<T>>::HAS_ALLOC_MW {
         o.alloc_mw = Some(mw::alloc_mw_callback::<T>);
         o.dealloc_mw = Some(mw::dealloc_mw_callback::<T>);
         o.size_ib_mw = core::mem::size_of::<Mw<T>>();
     }
-    if T::HAS_ALLOC_DM {
+    if <T::Dm as DmOps<T>>::HAS_ALLOC_DM {
         o.alloc_dm = Some(dm::alloc_dm_callback::<T>);
         o.dealloc_dm = Some(dm::dealloc_dm_callback::<T>);
-        if T::HAS_REG_DM_MR {
+        if <T::Dm as DmOps<T>>::HAS_REG_DM_MR {
             o.reg_dm_mr = Some(dm::reg_dm_mr_callback::<T>);
         }
     }
 
     // Completion queues.
-    if T::HAS_CREATE_CQ {
+    if <T::Cq as CqOps<T>>::HAS_CREATE_CQ {
         o.create_cq = Some(cq::create_cq_callback::<T>);
         o.destroy_cq = Some(cq::destroy_cq_callback::<T>);
         o.size_ib_cq = core::mem::size_of::<Cq<T>>();
     }
-    if T::HAS_RESIZE_CQ {
+    if <T::Cq as CqOps<T>>::HAS_RESIZE_CQ {
         o.resize_user_cq = Some(cq::resize_cq_callback::<T>);
     }
-    if T::HAS_REQ_NOTIFY_CQ {
+    if <T::Cq as CqOps<T>>::HAS_REQ_NOTIFY_CQ {
         o.req_notify_cq = Some(cq::req_notify_cq_callback::<T>);
     }
-    if T::HAS_POLL_CQ {
+    if <T::Cq as CqOps<T>>::HAS_POLL_CQ {
         o.poll_cq = Some(cq::poll_cq_callback::<T>);
     }
-    if T::HAS_PEEK_CQ {
+    if <T::Cq as CqOps<T>>::HAS_PEEK_CQ {
         o.peek_cq = Some(cq::peek_cq_callback::<T>);
     }
 
     // Address handles.
-    if T::HAS_CREATE_AH {
+    if <T::Ah as AhOps<T>>::HAS_CREATE_AH {
         o.create_ah = Some(ah::create_ah_callback::<T>);
         o.create_user_ah = Some(ah::create_user_ah_callback::<T>);
         o.destroy_ah = Some(ah::destroy_ah_callback::<T>);
         o.size_ib_ah = core::mem::size_of::<Ah<T>>();
-        if T::HAS_QUERY_AH {
+        if <T::Ah as AhOps<T>>::HAS_QUERY_AH {
             o.query_ah = Some(ah::query_ah_callback::<T>);
         }
     }
 
     // Shared receive queues.
-    if T::HAS_CREATE_SRQ {
+    if <T::Srq as SrqOps<T>>::HAS_CREATE_SRQ {
         o.create_srq = Some(srq::create_srq_callback::<T>);
         o.modify_srq = Some(srq::modify_srq_callback::<T>);
         o.query_srq = Some(srq::query_srq_callback::<T>);
         o.destroy_srq = Some(srq::destroy_srq_callback::<T>);
         o.size_ib_srq = core::mem::size_of::<Srq<T>>();
     }
-    if T::HAS_POST_SRQ_RECV {
+    if <T::Srq as SrqOps<T>>::HAS_POST_SRQ_RECV {
         o.post_srq_recv = Some(srq::post_srq_recv_callback::<T>);
     }
 
     // Queue pairs, their work requests and multicast groups.
-    if T::HAS_CREATE_QP {
+    if <T::Qp as QpOps<T>>::HAS_CREATE_QP {
         o.create_qp = Some(qp::create_qp_callback::<T>);
         o.modify_qp = Some(qp::modify_qp_callback::<T>);
         o.query_qp = Some(qp::query_qp_callback::<T>);
         o.destroy_qp = Some(qp::destroy_qp_callback::<T>);
         o.size_ib_qp = core::mem::size_of::<Qp<T>>();
     }
-    if T::HAS_POST_SEND_USER {
+    if <T::Qp as QpOps<T>>::HAS_POST_SEND_USER {
         o.post_send = Some(qp::post_send_callback::<T>);
     }
-    if T::HAS_POST_RECV {
+    if <T::Qp as QpOps<T>>::HAS_POST_RECV {
         o.post_recv = Some(qp::post_recv_callback::<T>);
     }
-    if T::HAS_ATTACH_MCAST {
+    if <T::Qp as QpOps<T>>::HAS_ATTACH_MCAST {
         o.attach_mcast = Some(qp::attach_mcast_callback::<T>);
         o.detach_mcast = Some(qp::detach_mcast_callback::<T>);
     }
