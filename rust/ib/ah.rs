@@ -30,6 +30,10 @@ pub trait AhOps<T: Driver>: Sized + Send + Sync {
     fn query_ah(_ah: &Ah<T>) -> Result<Av> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
+
+    /// The AH is being destroyed: called once, with the device alive, just
+    /// before its data is dropped.
+    fn destroy_ah(_ah: &Ah<T>) {}
 }
 
 /// What an AH or a QP path is created from.
@@ -182,7 +186,10 @@ pub(super) unsafe extern "C" fn destroy_ah_callback<T: Driver>(
     ah: *mut bindings::ib_ah,
     _flags: u32,
 ) -> c_int {
-    // SAFETY: `create_ah` succeeded for this AH; called once.
+    // SAFETY: `create_ah` succeeded for this AH, which is alive for the
+    // call.
+    T::Ah::destroy_ah(unsafe { Ah::<T>::from_raw(ah) });
+    // SAFETY: As above; called once, and the data is not used again.
     unsafe { Ah::<T>::drop_data(ah) };
     0
 }

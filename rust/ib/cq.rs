@@ -53,6 +53,11 @@ pub trait CqOps<T: Driver>: Sized + Send + Sync {
     fn peek_cq(_cq: &Cq<T>, _n: u32) -> u32 {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
+
+    /// The CQ is being destroyed: called once, with the device alive, just
+    /// before its data is dropped. No notification may reach the C object
+    /// after this returns.
+    fn destroy_cq(_cq: &Cq<T>) {}
 }
 
 /// What `create_cq` was asked for.
@@ -275,7 +280,10 @@ pub(super) unsafe extern "C" fn destroy_cq_callback<T: Driver>(
     cq: *mut bindings::ib_cq,
     _udata: *mut bindings::ib_udata,
 ) -> c_int {
-    // SAFETY: `create_cq` succeeded for this CQ; called once.
+    // SAFETY: `create_cq` succeeded for this CQ, which is alive for the
+    // call.
+    T::Cq::destroy_cq(unsafe { Cq::<T>::from_raw(cq) });
+    // SAFETY: As above; called once, and the data is not used again.
     unsafe { Cq::<T>::drop_data(cq) };
     0
 }

@@ -21,6 +21,10 @@ pub trait MwOps<T: Driver>: Sized + Send + Sync {
     fn alloc_mw(_pd: &Pd<T>, _ty: MwType, _udata: Option<&Udata>) -> Result<(Self, u32)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
+
+    /// The window is being freed: called once, with the device alive, just
+    /// before its data is dropped.
+    fn dealloc_mw(_mw: &Mw<T>) {}
 }
 
 impl<T: Driver> Mw<T> {
@@ -72,7 +76,10 @@ pub(super) unsafe extern "C" fn alloc_mw_callback<T: Driver>(
 /// `mw` must be a window of `T` for which `alloc_mw` succeeded, passed by
 /// the core once, before it frees the memory.
 pub(super) unsafe extern "C" fn dealloc_mw_callback<T: Driver>(mw: *mut bindings::ib_mw) -> c_int {
-    // SAFETY: `alloc_mw` succeeded for this object; called once.
+    // SAFETY: `alloc_mw` succeeded for this window, which is alive for the
+    // call.
+    T::Mw::dealloc_mw(unsafe { Mw::<T>::from_raw(mw) });
+    // SAFETY: As above; called once, and the data is not used again.
     unsafe { Mw::<T>::drop_data(mw) };
     0
 }

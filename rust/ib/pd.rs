@@ -28,6 +28,10 @@ pub trait UcontextOps<T: Driver>: Sized + Send + Sync {
 pub trait PdOps<T: Driver>: Sized + Send + Sync {
     /// A new protection domain.
     fn alloc_pd(dev: &Device<T>, udata: Option<&Udata>) -> Result<Self>;
+
+    /// The PD is being freed: called once, with the device alive, just
+    /// before its data is dropped.
+    fn dealloc_pd(_pd: &Pd<T>) {}
 }
 
 /// The `alloc_ucontext` op.
@@ -109,7 +113,10 @@ pub(super) unsafe extern "C" fn dealloc_pd_callback<T: Driver>(
     pd: *mut bindings::ib_pd,
     _udata: *mut bindings::ib_udata,
 ) -> c_int {
-    // SAFETY: `alloc_pd` succeeded for this object; called once.
+    // SAFETY: `alloc_pd` succeeded for this object, which is alive for the
+    // call.
+    T::Pd::dealloc_pd(unsafe { Pd::<T>::from_raw(pd) });
+    // SAFETY: As above; called once, and the data is not used again.
     unsafe { Pd::<T>::drop_data(pd) };
     0
 }

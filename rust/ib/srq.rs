@@ -42,6 +42,11 @@ pub trait SrqOps<T: Driver>: Sized + Send + Sync {
     fn post_srq_recv(_srq: &Srq<T>, _wr: &RecvWr<'_>) -> Result {
         Err(EOPNOTSUPP)
     }
+
+    /// The SRQ is being destroyed: called once, with the device alive, just
+    /// before its data is dropped. No event may reach the C object after
+    /// this returns.
+    fn destroy_srq(_srq: &Srq<T>) {}
 }
 
 /// `struct ib_srq_attr`.
@@ -248,7 +253,10 @@ pub(super) unsafe extern "C" fn destroy_srq_callback<T: Driver>(
     srq: *mut bindings::ib_srq,
     _udata: *mut bindings::ib_udata,
 ) -> c_int {
-    // SAFETY: `create_srq` succeeded for this SRQ; called once.
+    // SAFETY: `create_srq` succeeded for this SRQ, which is alive for the
+    // call.
+    T::Srq::destroy_srq(unsafe { Srq::<T>::from_raw(srq) });
+    // SAFETY: As above; called once, and the data is not used again.
     unsafe { Srq::<T>::drop_data(srq) };
     0
 }

@@ -31,21 +31,14 @@ pub struct AhShared {
 pub struct RrxeAh {
     /// The AH.
     pub shared: Arc<AhShared>,
-    dev: *const RrxeDev,
 }
 
-// SAFETY: `dev` points to device data that outlives every AH and whose
-// table is thread-safe.
-unsafe impl Send for RrxeAh {}
-// SAFETY: See above.
-unsafe impl Sync for RrxeAh {}
-
-impl Drop for RrxeAh {
-    fn drop(&mut self) {
+impl RrxeAh {
+    /// Takes the AH out of `dev`'s table.
+    fn unlink(&self, dev: &RrxeDev) {
         // Kernel AHs (number 0) are in no table.
         if self.shared.num != 0 {
-            // SAFETY: See the `Send` impl.
-            unsafe { (*self.dev).ah_pool().remove(self.shared.num) };
+            dev.ah_pool().remove(self.shared.num);
         }
     }
 }
@@ -64,6 +57,10 @@ unsafe impl AsBytes for CreateAhResp {}
 impl AhOps<Rrxe> for RrxeAh {
     /// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
     /// 1, with a resolved RoCEv2 source GID.
+    fn destroy_ah(ah: &Ah<Rrxe>) {
+        ah.data().unlink(ah.device().data());
+    }
+
     fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
         if !init.roce
             || !init.grh
@@ -95,7 +92,7 @@ impl AhOps<Rrxe> for RrxeAh {
                 },
                 flags,
             )?;
-            return Ok(RrxeAh { shared, dev });
+            return Ok(RrxeAh { shared });
         };
         let (num, shared) = dev.ah_pool().insert(|num| {
             Ok(Arc::new(
@@ -108,16 +105,14 @@ impl AhOps<Rrxe> for RrxeAh {
                 GFP_KERNEL,
             )?)
         })?;
-        let ah = RrxeAh { shared, dev };
-        let udata = Some(u);
-        if let Some(u) = udata {
-            if u.outlen() >= core::mem::size_of::<CreateAhResp>() {
-                // On failure `ah` is dropped and leaves the table.
-                u.write_out(&CreateAhResp {
-                    ah_num: num,
-                    reserved: 0,
-                })?;
-            }
+        let ah = RrxeAh { shared };
+        if u.outlen() >= core::mem::size_of::<CreateAhResp>() {
+            let resp = CreateAhResp {
+                ah_num: num,
+                reserved: 0,
+            };
+            // On failure the AH leaves the table again.
+            u.write_out(&resp).inspect_err(|_| ah.unlink(dev))?;
         }
         Ok(ah)
     }

@@ -20,7 +20,7 @@ use crate::logic::{
     ring::{self, Geometry},
 };
 use crate::rrxe::{
-    device::{Rrxe, RrxeDev},
+    device::Rrxe,
     queue::{MmapInfo, Role, UserRing},
 };
 use core::sync::atomic::Ordering;
@@ -37,7 +37,6 @@ const MAX_RING_BYTES: usize = ring::HDR_SIZE + (1 << 22);
 enum Ring {
     User {
         ring: UserRing,
-        uc: *const Ucontext<Rrxe>,
     },
     Kernel {
         slots: KVec<Wc>,
@@ -60,34 +59,23 @@ pub struct CqShared {
     inner: Pin<KBox<SpinLock<Inner>>>,
 }
 
-// SAFETY: `uc` in the ring points to the context that owns the CQ, which
-// outlives it (the core destroys a context's objects first); the CQ handle
-// is used only under the lock while set. Everything is behind the lock.
-unsafe impl Send for CqShared {}
-// SAFETY: See above.
-unsafe impl Sync for CqShared {}
-
 /// A completion queue as the core holds it.
 pub struct RrxeCq {
     /// The state.
     pub shared: Arc<CqShared>,
-    dev: *const RrxeDev,
 }
 
-// SAFETY: `dev` points to device data that outlives the CQ and is only
-// used for an atomic counter.
-unsafe impl Send for RrxeCq {}
-// SAFETY: See above.
-unsafe impl Sync for RrxeCq {}
-
-impl Drop for RrxeCq {
-    fn drop(&mut self) {
+#[vtable]
+impl CqOps<Rrxe> for RrxeCq {
+    /// `create_cq`: checks the request as rxe does (a capacity of 1 up to
+    /// `max_cqe`, no flags, a valid completion vector) and makes the ring.
+    fn destroy_cq(cq: &Cq<Rrxe>) {
         // The C object goes after this: no notification may reach it. A
         // user ring goes back to its context now (a QP that another thread
         // still holds may keep this state alive), and is freed outside the
         // lock.
         let ring = {
-            let mut g = self.shared.inner.lock();
+            let mut g = cq.data().shared.inner.lock();
             g.cq = None;
             match &mut g.ring {
                 Ring::User { ring, .. } => Some(ring.release()),
@@ -95,15 +83,12 @@ impl Drop for RrxeCq {
             }
         };
         drop(ring);
-        // SAFETY: See the `Send` impl.
-        unsafe { (*self.dev).cq_count().fetch_sub(1, Ordering::Relaxed) };
+        cq.device()
+            .data()
+            .cq_count()
+            .fetch_sub(1, Ordering::Relaxed);
     }
-}
 
-#[vtable]
-impl CqOps<Rrxe> for RrxeCq {
-    /// `create_cq`: checks the request as rxe does (a capacity of 1 up to
-    /// `max_cqe`, no flags, a valid completion vector) and makes the ring.
     fn create_cq(
         dev: &Device<Rrxe>,
         attr: CqAttr,
@@ -143,7 +128,7 @@ impl CqOps<Rrxe> for RrxeCq {
                 if let Some(u) = udata {
                     u.write_out(&r.mmap_info())?;
                 }
-                Ok(Ring::User { ring: r, uc })
+                Ok(Ring::User { ring: r })
             }),
             None => kernel_ring(attr.cqe),
         };
@@ -159,16 +144,19 @@ impl CqOps<Rrxe> for RrxeCq {
             Ring::Kernel { geo, .. } => geo.index_mask,
         };
         let shared = KBox::pin_init(
-            new_spinlock!(Inner {
-                ring,
-                arm: None,
-                cq: Some(this)
-            }),
+            new_spinlock!(
+                Inner {
+                    ring,
+                    arm: None,
+                    cq: Some(this)
+                },
+                "rrxe::CqShared::inner"
+            ),
             GFP_KERNEL,
         )
         .and_then(|inner| Ok(Arc::new(CqShared { inner }, GFP_KERNEL)?));
         match shared {
-            Ok(shared) => Ok((RrxeCq { shared, dev: d }, cqe)),
+            Ok(shared) => Ok((RrxeCq { shared }, cqe)),
             Err(e) => {
                 d.cq_count().fetch_sub(1, Ordering::Relaxed);
                 Err(e)
@@ -190,15 +178,15 @@ impl CqOps<Rrxe> for RrxeCq {
             }
         }
         let sh = &cq.data().shared;
-        // Shape and owner of the current ring, then the new ring, allocated
-        // without the lock.
-        let uc = match &sh.inner.lock().ring {
-            Ring::User { uc, .. } => *uc,
-            Ring::Kernel { .. } => return Err(EOPNOTSUPP),
-        };
-        // SAFETY: The owning context outlives the CQ (see `CqShared`).
+        // Kernel CQs are not resized. A user CQ's new ring, allocated
+        // without the lock, belongs to the context of the command, which
+        // owns the CQ.
+        if let Ring::Kernel { .. } = &sh.inner.lock().ring {
+            return Err(EOPNOTSUPP);
+        }
+        let uc = udata.ok_or(EINVAL)?.ucontext::<Rrxe>();
         let mut new = UserRing::new(
-            unsafe { &*uc },
+            uc,
             Role::KernelProduces,
             cqe,
             ring::CQE_SIZE,

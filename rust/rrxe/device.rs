@@ -22,7 +22,7 @@ use crate::rrxe::{
     dm::RrxeDm,
     mcast::McastTable,
     mr::{MwHandle, RrxeMr, RrxeMw},
-    pd::{PdGuard, RrxeUcontext},
+    pd::{RrxePd, RrxeUcontext},
     pool::Pool,
     qp::{QpShared, RrxeQp},
     srq::{RrxeSrq, SrqShared},
@@ -53,8 +53,9 @@ pub struct RrxeDev {
     /// them).
     counters: [AtomicU64; stats::NUM_COUNTERS],
     /// Device memory in use, in bytes (whole pages), at most
-    /// `attrs.max_dm_size`.
-    dm_used: AtomicU64,
+    /// `attrs.max_dm_size`; shared with the allocations, which give their
+    /// share back when they go.
+    dm_used: Arc<AtomicU64>,
     /// Number of live CQs, bounded by `max_cq`.
     cqs: AtomicU32,
     /// Queue pairs, by number.
@@ -154,7 +155,7 @@ impl RrxeDev {
     }
 
     /// Device memory in use, in bytes.
-    pub fn dm_used(&self) -> &AtomicU64 {
+    pub fn dm_used(&self) -> &Arc<AtomicU64> {
         &self.dm_used
     }
 
@@ -177,7 +178,7 @@ pub struct Rrxe;
 impl Driver for Rrxe {
     type Data = RrxeDev;
     type Ucontext = RrxeUcontext;
-    type Pd = PdGuard;
+    type Pd = RrxePd;
     type Mr = Arc<RrxeMr>;
     type Mw = MwHandle;
     type Dm = RrxeDm;
@@ -293,15 +294,15 @@ impl LinkHandler for Rrxe {
             active_mtu: AtomicU32::new(mtu::active_mtu(ndev.mtu()) as u32),
             pds: AtomicU32::new(0),
             counters: [const { AtomicU64::new(0) }; stats::NUM_COUNTERS],
-            dm_used: AtomicU64::new(0),
+            dm_used: Arc::new(AtomicU64::new(0), GFP_KERNEL)?,
             cqs: AtomicU32::new(0),
             qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
             ahs <- Pool::new(1, l::MAX_AH, l::MAX_AH),
             srqs <- Pool::new(l::MIN_SRQ_INDEX, l::MIN_SRQ_INDEX + l::MAX_SRQ - 1, l::MAX_SRQ),
-            mcast <- new_mutex!(McastTable::default()),
+            mcast <- new_mutex!(McastTable::default(), "rrxe::RrxeDev::mcast"),
             _net: ticket,
-            gsi <- new_spinlock!(None),
-            atomics <- new_mutex!(()),
+            gsi <- new_spinlock!(None, "rrxe::RrxeDev::gsi"),
+            atomics <- new_mutex!((), "rrxe::RrxeDev::atomics"),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

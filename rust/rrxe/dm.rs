@@ -15,31 +15,24 @@ use crate::ib::{
 };
 use crate::logic::{access, bounds::Range, dm as rules};
 use crate::rrxe::{
-    device::{Rrxe, RrxeDev},
+    device::Rrxe,
     mr::{self, MrMem, RrxeMr},
 };
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
 /// The memory of one DM allocation.
 ///
 /// # Invariants
 ///
-/// `charged` bytes are counted in `(*dev).dm_used` while this exists; the
-/// mmap entry's buffer is at least `len` bytes.
+/// `charged` bytes are counted in `used` (the device's `dm_used`) while
+/// this exists; the mmap entry's buffer is at least `len` bytes.
 pub struct DmMem {
     entry: UserMmapEntry,
     len: u64,
     charged: u64,
-    dev: *const RrxeDev,
+    used: Arc<AtomicU64>,
 }
-
-// SAFETY: `dev` points to device data that outlives every DM and every MR
-// (the core destroys all objects before the device) and is only used for
-// an atomic; the entry is `Send + Sync`.
-unsafe impl Send for DmMem {}
-// SAFETY: See above.
-unsafe impl Sync for DmMem {}
 
 impl DmMem {
     /// The allocation's length as requested.
@@ -63,12 +56,7 @@ impl DmMem {
 
 impl Drop for DmMem {
     fn drop(&mut self) {
-        // SAFETY: The device data outlives its DMs (see the `Send` impl).
-        unsafe {
-            (*self.dev)
-                .dm_used()
-                .fetch_sub(self.charged, Ordering::Relaxed)
-        };
+        self.used.fetch_sub(self.charged, Ordering::Relaxed);
     }
 }
 
@@ -112,7 +100,7 @@ impl DmOps<Rrxe> for RrxeDm {
             entry,
             len: req.length,
             charged,
-            dev,
+            used: dev.dm_used().clone(),
         };
         Ok((
             RrxeDm {

@@ -5,7 +5,7 @@
 use crate::ib::{
     mr::{FastRegType, Mr, MrOps, ReregFlags, UserMrRequest},
     mw::MwOps,
-    object::Pd,
+    object::{Mw, Pd},
     udata::Udata,
     umem::{PageRef, Umem},
 };
@@ -232,16 +232,19 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
         pages.clear();
         // INVARIANT: Empty, with capacity `max`.
         let fast = KBox::pin_init(
-            new_spinlock!(FastPages {
-                pages,
-                max: max_num_sg,
-                page_shift: PAGE_SHIFT as u32,
-                iova: 0,
-                length: 0,
-                key: 0,
-                access: 0,
-                valid: false,
-            }),
+            new_spinlock!(
+                FastPages {
+                    pages,
+                    max: max_num_sg,
+                    page_shift: PAGE_SHIFT as u32,
+                    iova: 0,
+                    length: 0,
+                    key: 0,
+                    access: 0,
+                    valid: false,
+                },
+                "rrxe::MrMem::Fast"
+            ),
             GFP_KERNEL,
         )?;
         let range = Range::new(0, 0).ok_or(EINVAL)?;
@@ -428,18 +431,37 @@ impl MwOps<Rrxe> for MwHandle {
             let state = mw::initial_state(ty);
             Arc::pin_init(
                 try_pin_init!(RrxeMw {
-                index,
-                rkey: AtomicU32::new(rkey),
-                ty,
-                pd: pd_id,
-                // INVARIANT: Unbound.
-                bind <- new_spinlock!(MwBind { state, binding: None }),
-            }? Error),
+                    index,
+                    rkey: AtomicU32::new(rkey),
+                    ty,
+                    pd: pd_id,
+                    // INVARIANT: Unbound.
+                    bind <- new_spinlock!(
+                        MwBind { state, binding: None },
+                        "rrxe::RrxeMw::bind"
+                    ),
+                }? Error),
                 GFP_KERNEL,
             )
         })?;
         let rkey = mw.rkey.load(Ordering::Relaxed);
-        Ok((MwHandle { mw, dev }, rkey))
+        Ok((MwHandle { mw }, rkey))
+    }
+
+    /// `dealloc_mw`: the window is unbound, invalid for good, and leaves
+    /// the table.
+    fn dealloc_mw(w: &Mw<Rrxe>) {
+        let mw = &w.data().mw;
+        let old = {
+            let mut b = mw.bind.lock();
+            b.state = MwState::Invalid;
+            b.binding.take()
+        };
+        if let Some((mr, _)) = old {
+            // INVARIANT: Unbound, so no longer counted.
+            mr.bound_mws.fetch_sub(1, Ordering::Release);
+        }
+        w.device().data().mw_pool().remove(mw.index);
     }
 }
 
@@ -448,29 +470,6 @@ impl MwOps<Rrxe> for MwHandle {
 pub struct MwHandle {
     /// The window.
     pub mw: Arc<RrxeMw>,
-    dev: *const crate::rrxe::device::RrxeDev,
-}
-
-// SAFETY: `dev` points to device data that outlives every MW (the core
-// destroys all objects before the device), and `Pool` is thread-safe.
-unsafe impl Send for MwHandle {}
-// SAFETY: See above.
-unsafe impl Sync for MwHandle {}
-
-impl Drop for MwHandle {
-    fn drop(&mut self) {
-        let old = {
-            let mut b = self.mw.bind.lock();
-            b.state = MwState::Invalid;
-            b.binding.take()
-        };
-        if let Some((mr, _)) = old {
-            // INVARIANT: Unbound, so no longer counted.
-            mr.bound_mws.fetch_sub(1, Ordering::Release);
-        }
-        // SAFETY: See the `Send` impl.
-        unsafe { (*self.dev).mw_pool().remove(self.mw.index) };
-    }
 }
 
 /// Kinds of access a lookup asks of an MR.

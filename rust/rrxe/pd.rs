@@ -5,10 +5,11 @@
 
 use crate::ib::{
     device::Device,
+    object::Pd,
     pd::{PdOps, UcontextOps},
     udata::Udata,
 };
-use crate::rrxe::device::{Rrxe, RrxeDev};
+use crate::rrxe::device::Rrxe;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
@@ -22,18 +23,11 @@ impl UcontextOps<Rrxe> for RrxeUcontext {
     }
 }
 
-/// Counts a PD against the device's `max_pd` for as long as it lives.
-pub struct PdGuard {
-    dev: *const RrxeDev,
-}
+/// A protection domain: counted against the device's `max_pd` from
+/// `alloc_pd` to `dealloc_pd`.
+pub struct RrxePd;
 
-// SAFETY: `dev` points to device data that outlives every PD (the core
-// destroys all objects before `dealloc_driver`), and is only read atomically.
-unsafe impl Send for PdGuard {}
-// SAFETY: See above.
-unsafe impl Sync for PdGuard {}
-
-impl PdOps<Rrxe> for PdGuard {
+impl PdOps<Rrxe> for RrxePd {
     fn alloc_pd(dev: &Device<Rrxe>, _udata: Option<&Udata>) -> Result<Self> {
         let d = dev.data();
         d.pd_count()
@@ -41,13 +35,13 @@ impl PdOps<Rrxe> for PdGuard {
                 (n < d.attrs().max_pd).then_some(n + 1)
             })
             .map_err(|_| ENOMEM)?;
-        Ok(Self { dev: d })
+        Ok(RrxePd)
     }
-}
 
-impl Drop for PdGuard {
-    fn drop(&mut self) {
-        // SAFETY: The device data outlives its PDs (see the `Send` impl).
-        unsafe { (*self.dev).pd_count().fetch_sub(1, Ordering::Relaxed) };
+    fn dealloc_pd(pd: &Pd<Rrxe>) {
+        pd.device()
+            .data()
+            .pd_count()
+            .fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -242,23 +242,14 @@ impl QpShared {
 pub struct RrxeQp {
     /// The QP.
     pub shared: Arc<QpShared>,
-    dev: *const RrxeDev,
 }
 
-// SAFETY: `dev` points to device data that outlives every QP and whose
-// table is thread-safe; the rest is `Arc` and locks.
-unsafe impl Send for RrxeQp {}
-// SAFETY: See above.
-unsafe impl Sync for RrxeQp {}
-
-impl Drop for RrxeQp {
+impl RrxeQp {
     /// `destroy_qp`: everything tied to the user context or the device
     /// goes here, not with the last reference. A peer's transport may hold
     /// the QP a while longer (a local sender for the rest of a message); it
     /// then finds a dead QP with empty, inert rings.
-    fn drop(&mut self) {
-        // SAFETY: See the `Send` impl.
-        let d = unsafe { &*self.dev };
+    fn destroy(&self, d: &RrxeDev) {
         let s = &self.shared;
         // Unlinked first, so that no lookup (the receive work, a local
         // sender) finds it again; the table's reference is dropped here,
@@ -305,6 +296,11 @@ fn attr_err(e: AttrError) -> Error {
 
 #[vtable]
 impl QpOps<Rrxe> for RrxeQp {
+    fn destroy_qp(q: &Qp<Rrxe>) -> Result {
+        q.data().destroy(q.device().data());
+        Ok(())
+    }
+
     /// `create_qp`: checks the request as rxe does and makes the rings; the
     /// response carries their mmap info.
     fn create_qp(
@@ -413,12 +409,12 @@ impl QpOps<Rrxe> for RrxeQp {
                 send_cq: send_cq.clone(),
                 recv_cq: recv_cq.clone(),
                 srq: srq.clone(),
-                inner <- new_spinlock!(inner),
-                send_lock <- new_mutex!(()),
-                uc_rx <- new_mutex!(UcRx::default()),
-                rc <- new_mutex!(rc_state),
-                req_buf <- new_mutex!(KVVec::new()),
-                reply_buf <- new_mutex!(KVVec::new()),
+                inner <- new_spinlock!(inner, "rrxe::QpShared::inner"),
+                send_lock <- new_mutex!((), "rrxe::QpShared::send_lock"),
+                uc_rx <- new_mutex!(UcRx::default(), "rrxe::QpShared::uc_rx"),
+                rc <- new_mutex!(rc_state, "rrxe::QpShared::rc"),
+                req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
+                reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
                 kernel,
                 handle: init.handle,
                 dev: device as *const Device<Rrxe>,
@@ -444,7 +440,7 @@ impl QpOps<Rrxe> for RrxeQp {
         } else {
             dev.qp_pool().insert(make)?
         };
-        Ok((RrxeQp { shared, dev }, qpn, cap))
+        Ok((RrxeQp { shared }, qpn, cap))
     }
 
     /// `modify_qp`: the transition must be one the IB spec allows with exactly

@@ -97,35 +97,24 @@ pub struct SrqShared {
     /// State and ring.
     #[pin]
     pub inner: SpinLock<SrqInner>,
-    uc: *const crate::ib::object::Ucontext<Rrxe>,
+    /// A kernel SRQ: its ring is in kernel memory, filled by
+    /// `ib_post_srq_recv`, and is not resized.
+    kernel: bool,
 }
-
-// SAFETY: `uc` is null (kernel SRQs) or points to the owning context,
-// which outlives the SRQ (the core destroys a context's objects first);
-// the rest is behind the lock.
-unsafe impl Send for SrqShared {}
-// SAFETY: See above.
-unsafe impl Sync for SrqShared {}
 
 /// An SRQ as the core holds it: leaves the table when destroyed.
 pub struct RrxeSrq {
     /// The SRQ.
     pub shared: Arc<SrqShared>,
-    dev: *const RrxeDev,
 }
 
-// SAFETY: `dev` points to device data that outlives every SRQ.
-unsafe impl Send for RrxeSrq {}
-// SAFETY: See above.
-unsafe impl Sync for RrxeSrq {}
-
-impl Drop for RrxeSrq {
-    fn drop(&mut self) {
-        // Unlinked first; then, under the lock every access takes, the C
-        // object (no event may reach it after this) and the ring (back to
-        // its context now, not with the last reference a QP may hold) go.
-        // SAFETY: See the `Send` impl.
-        let unlinked = unsafe { (*self.dev).srq_pool().remove(self.shared.num) };
+impl RrxeSrq {
+    /// Takes the SRQ out of `dev`'s table; then, under the lock every
+    /// access takes, the C object (no event may reach it after this) and
+    /// the ring (back to its context now, not with the last reference a QP
+    /// may hold) go.
+    fn unlink(&self, dev: &RrxeDev) {
+        let unlinked = dev.srq_pool().remove(self.shared.num);
         let ring = {
             let mut g = self.shared.inner.lock();
             g.this = None;
@@ -145,6 +134,10 @@ fn attr_err(e: AttrError) -> Error {
 #[vtable]
 impl SrqOps<Rrxe> for RrxeSrq {
     /// `create_srq`.
+    fn destroy_srq(srq: &Srq<Rrxe>) {
+        srq.data().unlink(srq.device().data());
+    }
+
     fn create_srq(
         pd: &Pd<Rrxe>,
         init: &SrqInit,
@@ -157,23 +150,18 @@ impl SrqOps<Rrxe> for RrxeSrq {
         let (max_wr, max_sge) =
             qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
         let elem = qp::recv_wqe_size(max_sge);
-        let (ring, uc) = match udata {
+        let kernel = udata.is_none();
+        let ring = match udata {
             Some(u) => {
                 if u.outlen() < core::mem::size_of::<CreateSrqResp>() {
                     return Err(EINVAL);
                 }
                 let uc = u.ucontext::<Rrxe>();
-                (
-                    UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?,
-                    uc as *const _,
-                )
+                UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?
             }
             // A kernel SRQ: its ring is in kernel memory, filled by
             // `ib_post_srq_recv`.
-            None => (
-                UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?,
-                core::ptr::null(),
-            ),
+            None => UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?,
         };
         let attr = SrqAttr {
             max_wr: ring.geometry().index_mask,
@@ -191,18 +179,23 @@ impl SrqOps<Rrxe> for RrxeSrq {
         let (num, shared) = dev.srq_pool().insert(|num| {
             let inner = inner.take().ok_or(EINVAL)?;
             Arc::pin_init(
-                try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error),
+                try_pin_init!(SrqShared {
+                    num,
+                    inner <- new_spinlock!(inner, "rrxe::SrqShared::inner"),
+                    kernel,
+                }? Error),
                 GFP_KERNEL,
             )
         })?;
-        let srq = RrxeSrq { shared, dev };
+        let srq = RrxeSrq { shared };
         if let Some(u) = udata {
-            // On failure `srq` is dropped and leaves the table.
-            u.write_out(&CreateSrqResp {
+            let resp = CreateSrqResp {
                 mi,
                 srq_num: num,
                 reserved: 0,
-            })?;
+            };
+            // On failure the SRQ leaves the table again.
+            u.write_out(&resp).inspect_err(|_| srq.unlink(dev))?;
         }
         Ok((srq, attr))
     }
@@ -210,7 +203,7 @@ impl SrqOps<Rrxe> for RrxeSrq {
     /// `ib_post_srq_recv` on a kernel SRQ: into its ring. Does not sleep.
     fn post_srq_recv(srq: &Srq<Rrxe>, wr: &RecvWr<'_>) -> Result {
         let s = &srq.data().shared;
-        if !s.uc.is_null() {
+        if !s.kernel {
             // User SRQs are filled through their mapped ring.
             return Err(EINVAL);
         }
@@ -252,28 +245,21 @@ impl SrqOps<Rrxe> for RrxeSrq {
         .map_err(attr_err)?;
         if mask.max_wr {
             // Kernel SRQs (no context, no udata) are not resized.
-            if s.uc.is_null() {
+            if s.kernel {
                 return Err(EINVAL);
             }
             let u = udata.ok_or(EINVAL)?;
             let cmd: ModifySrqCmd = u.read_in()?;
-            // Allocate without the lock; move the posted WQEs under it.
-            let mut new = {
-                let g = s.inner.lock();
-                // SAFETY: Not null (checked above); the owning context outlives
-                // the SRQ (see `SrqShared`).
-                let uc = unsafe { &*s.uc };
-                // `sibling` allocates: take the shape, then drop the lock.
-                let shape = (g.ring.geometry().elem_size() as u32, uc);
-                drop(g);
-                UserRing::new(
-                    shape.1,
-                    Role::KernelConsumes,
-                    attr.max_wr,
-                    shape.0,
-                    MAX_SRQ_RING_BYTES,
-                )?
-            };
+            // Allocate without the lock (in the context of the command,
+            // which owns the SRQ); move the posted WQEs under it.
+            let shape = s.inner.lock().ring.geometry().elem_size() as u32;
+            let mut new = UserRing::new(
+                u.ucontext::<Rrxe>(),
+                Role::KernelConsumes,
+                attr.max_wr,
+                shape,
+                MAX_SRQ_RING_BYTES,
+            )?;
             let mi = new.mmap_info();
             let mut buf = KVec::from_elem(0u8, elem, GFP_KERNEL)?;
             let old = {
