@@ -8,6 +8,7 @@ pub mod device;
 pub mod dm;
 pub mod mcast;
 pub mod mr;
+pub mod mw;
 pub mod net;
 pub mod params;
 pub mod pd;

@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions and windows: registration, keys and lookups.
+//! Memory regions: registration, fast registration, copies, and the
+//! resolution of keys (an rkey may name a memory window, see `mw`).
 
 use crate::ib::{
     mr::{FastRegType, Mr, MrOps, ReregFlags, UserMrRequest},
-    mw::MwOps,
-    object::{Mw, Pd},
+    object::Pd,
     udata::Udata,
     umem::{PageRef, Umem},
 };
 use crate::logic::{
-    access::{self, AccessError, MwType},
+    access::{self, AccessError},
     bounds::{Chunks, Range},
     keys, limits,
-    mw::{self, Binding, MwState, UseError},
 };
 use crate::rrxe::{device::Rrxe, dm::DmMem};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -135,35 +134,6 @@ pub struct RrxeMr {
     pub bound_mws: AtomicU32,
 }
 
-/// A memory window.
-#[pin_data]
-pub struct RrxeMw {
-    /// Index in the device's MW table.
-    pub index: u32,
-    /// The current rkey (binds change its low byte).
-    pub rkey: AtomicU32,
-    /// Window type.
-    pub ty: MwType,
-    /// The PD it belongs to, as an identity.
-    pub pd: usize,
-    /// State and binding, changed by binds and invalidations.
-    #[pin]
-    pub bind: SpinLock<MwBind>,
-}
-
-/// A window's state and what it is bound to.
-///
-/// # Invariants
-///
-/// While `binding` is `Some((mr, _))`, this window is counted in
-/// `mr.bound_mws`.
-pub struct MwBind {
-    /// Free, valid or invalid (see `logic::mw`).
-    pub state: MwState,
-    /// The MR and the range the window grants, once bound.
-    pub binding: Option<(Arc<RrxeMr>, Binding)>,
-}
-
 pub(crate) fn access_err(e: AccessError) -> Error {
     match e {
         AccessError::Invalid => EINVAL,
@@ -171,7 +141,7 @@ pub(crate) fn access_err(e: AccessError) -> Error {
     }
 }
 
-fn random_key8() -> u8 {
+pub(crate) fn random_key8() -> u8 {
     let mut b = [0u8; 1];
     crate::ib::random_bytes(&mut b);
     b[0]
@@ -419,59 +389,6 @@ fn fast_pages(mr: &Mr<Rrxe>) -> Result<&Pin<KBox<SpinLock<FastPages>>>> {
     }
 }
 
-#[vtable]
-impl MwOps<Rrxe> for MwHandle {
-    /// `alloc_mw`: a window in the MW table. Type 1 windows start valid and
-    /// unbound; type 2 windows start free.
-    fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
-        let dev = pd.device().data();
-        let pd_id = pd as *const _ as usize;
-        let (_, mw) = dev.mw_pool().insert(|index| {
-            let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
-            let state = mw::initial_state(ty);
-            Arc::pin_init(
-                try_pin_init!(RrxeMw {
-                    index,
-                    rkey: AtomicU32::new(rkey),
-                    ty,
-                    pd: pd_id,
-                    // INVARIANT: Unbound.
-                    bind <- new_spinlock!(
-                        MwBind { state, binding: None },
-                        "rrxe::RrxeMw::bind"
-                    ),
-                }? Error),
-                GFP_KERNEL,
-            )
-        })?;
-        let rkey = mw.rkey.load(Ordering::Relaxed);
-        Ok((MwHandle { mw }, rkey))
-    }
-
-    /// `dealloc_mw`: the window is unbound, invalid for good, and leaves
-    /// the table.
-    fn dealloc_mw(w: &Mw<Rrxe>) {
-        let mw = &w.data().mw;
-        let old = {
-            let mut b = mw.bind.lock();
-            b.state = MwState::Invalid;
-            b.binding.take()
-        };
-        if let Some((mr, _)) = old {
-            // INVARIANT: Unbound, so no longer counted.
-            mr.bound_mws.fetch_sub(1, Ordering::Release);
-        }
-        w.device().data().mw_pool().remove(mw.index);
-    }
-}
-
-/// A window as the core holds it: removed from the table when the core
-/// deallocates it.
-pub struct MwHandle {
-    /// The window.
-    pub mw: Arc<RrxeMw>,
-}
-
 /// Kinds of access a lookup asks of an MR.
 pub type NeedAccess = u32;
 
@@ -622,33 +539,7 @@ pub fn lookup_key(
         Some(keys::KeyKind::Mw) => {}
         None => return Err(EINVAL),
     }
-    let w = dev.mw_pool().get(keys::key_index(key)).ok_or(EINVAL)?;
-    if w.rkey.load(Ordering::Acquire) != key {
-        return Err(EINVAL);
-    }
-    let (mr, mr_iova) = {
-        let b = w.bind.lock();
-        let bound = b.binding.as_ref();
-        let mr_iova = mw::check_use(
-            w.ty,
-            b.state,
-            bound.map(|x| &x.1),
-            w.pd == pd,
-            qpn,
-            need,
-            iova,
-            len,
-        )
-        .map_err(|e| match e {
-            UseError::BadKey => EINVAL,
-            UseError::Access => EACCES,
-            UseError::Bounds => EFAULT,
-        })?;
-        (bound.ok_or(EINVAL)?.0.clone(), mr_iova)
-    };
-    // A bind checked the window against the MR; check again, cheaply.
-    mr.range.offset_of(mr_iova, len).ok_or(EFAULT)?;
-    Ok((mr, mr_iova))
+    crate::rrxe::mw::resolve(dev, key, pd, qpn, need, iova, len)
 }
 
 /// Which way [`copy_by_key`] copies.
@@ -686,6 +577,9 @@ pub fn copy_by_key(
     }
 }
 
+/// Binds are the windows' (see `mw`); the transport reaches them here.
+pub use crate::rrxe::mw::bind_mw;
+
 /// Why a bind or an invalidation failed (the completion's status tells
 /// the application; the details go to the debug log only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -694,80 +588,6 @@ pub enum LocalOpError {
     BadKey,
     /// The rules of binding (state, rights, bounds, type) refuse it.
     Refused,
-}
-
-/// A memory-window bind from QP `qpn` of PD `pd` (a `BIND_MW` WQE: the type
-/// 1 binds librxe's `ibv_bind_mw` posts and type 2 binds alike). The window
-/// must carry `mw_rkey` as its current key and belong to `pd`; the MR,
-/// named by `mr_lkey`, must belong to `pd`, allow MW_BIND, cover the range
-/// and satisfy the access rules. A type 2 window must be free and gets a
-/// non-empty range tied to the QP; a zero-length bind unbinds a type 1
-/// window. The new key keeps the index and takes the low byte of `rkey`.
-#[allow(clippy::too_many_arguments)]
-pub fn bind_mw(
-    dev: &crate::rrxe::device::RrxeDev,
-    pd: usize,
-    qpn: u32,
-    mw_rkey: u32,
-    rkey: u32,
-    mr_lkey: u32,
-    addr: u64,
-    length: u64,
-    mw_access: u32,
-) -> core::result::Result<(), LocalOpError> {
-    if keys::key_kind(mw_rkey) != Some(keys::KeyKind::Mw) {
-        return Err(LocalOpError::BadKey);
-    }
-    let w = dev
-        .mw_pool()
-        .get(keys::key_index(mw_rkey))
-        .ok_or(LocalOpError::BadKey)?;
-    if w.pd != pd || w.rkey.load(Ordering::Acquire) != mw_rkey {
-        return Err(LocalOpError::BadKey);
-    }
-    let range = Range::new(addr, length).ok_or(LocalOpError::Refused)?;
-    // The MR, unless a type 1 window is being unbound.
-    let mr = if length == 0 && w.ty == MwType::Type1 {
-        None
-    } else {
-        if length == 0 {
-            return Err(LocalOpError::Refused);
-        }
-        let mr = lookup_mr(dev, mr_lkey, pd, 0, addr, length).map_err(|_| LocalOpError::BadKey)?;
-        access::check_bind_access(w.ty, mr.access, mw_access).map_err(|_| LocalOpError::Refused)?;
-        Some(mr)
-    };
-    let new_key = (mw_rkey & !0xff) | (rkey & 0xff);
-    let old = {
-        let mut b = w.bind.lock();
-        match (w.ty, b.state) {
-            (MwType::Type1, MwState::Valid) | (MwType::Type2, MwState::Free) => {}
-            _ => return Err(LocalOpError::Refused),
-        }
-        let new = mr.map(|m| {
-            m.bound_mws.fetch_add(1, Ordering::AcqRel);
-            let qp = (w.ty == MwType::Type2).then_some(qpn);
-            (
-                m,
-                Binding {
-                    range,
-                    access: mw_access,
-                    qpn: qp,
-                },
-            )
-        });
-        if w.ty == MwType::Type2 {
-            b.state = MwState::Valid;
-        }
-        w.rkey.store(new_key, Ordering::Release);
-        // INVARIANT: The new MR was counted above; the old one is uncounted
-        // below, once the lock is dropped.
-        core::mem::replace(&mut b.binding, new)
-    };
-    if let Some((m, _)) = old {
-        m.bound_mws.fetch_sub(1, Ordering::Release);
-    }
-    Ok(())
 }
 
 /// A fast registration (`IB_WR_REG_MR` from a kernel QP of PD `pd`): the
@@ -833,27 +653,5 @@ pub fn invalidate(
         g.valid = false;
         return Ok(());
     }
-    if keys::key_kind(rkey) != Some(keys::KeyKind::Mw) {
-        return Err(LocalOpError::BadKey);
-    }
-    let w = dev
-        .mw_pool()
-        .get(keys::key_index(rkey))
-        .ok_or(LocalOpError::BadKey)?;
-    if w.pd != pd || w.rkey.load(Ordering::Acquire) != rkey || w.ty != MwType::Type2 {
-        return Err(LocalOpError::BadKey);
-    }
-    let old = {
-        let mut b = w.bind.lock();
-        if b.state != MwState::Valid {
-            return Err(LocalOpError::Refused);
-        }
-        b.state = MwState::Free;
-        // INVARIANT: Uncounted below.
-        b.binding.take()
-    };
-    if let Some((m, _)) = old {
-        m.bound_mws.fetch_sub(1, Ordering::Release);
-    }
-    Ok(())
+    crate::rrxe::mw::invalidate(dev, rkey, pd)
 }
