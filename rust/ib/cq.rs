@@ -127,6 +127,11 @@ impl<'a> WcOut<'a> {
         self.n
     }
 
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
     /// Appends a completion; returns `false` (and writes nothing) when full.
     pub fn push(&mut self, c: &Wc) -> bool {
         let Some(w) = self.wc.get_mut(self.n) else {
@@ -145,7 +150,7 @@ impl<'a> WcOut<'a> {
         w.byte_len = c.byte_len;
         w.src_qp = c.src_qp;
         w.slid = c.slid.into();
-        w.wc_flags = c.wc_flags as _;
+        w.wc_flags = c.wc_flags as c_int;
         w.pkey_index = c.pkey_index;
         w.sl = c.sl;
         w.dlid_path_bits = c.dlid_path_bits;
@@ -264,7 +269,7 @@ pub(super) unsafe extern "C" fn create_cq_callback<T: Driver>(
         // SAFETY: As above; the data part is uninitialised and ours.
         unsafe {
             Cq::<T>::init_data(cq, data);
-            (*cq).cqe = cqe as _;
+            (*cq).cqe = cqe as c_int;
         }
         Ok(0)
     })
@@ -304,7 +309,7 @@ pub(super) unsafe extern "C" fn resize_cq_callback<T: Driver>(
         let (c, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
         let n = T::Cq::resize_cq(c, cqe, udata)?;
         // SAFETY: As above; the core serialises resizes of a CQ.
-        unsafe { (*cq).cqe = n as _ };
+        unsafe { (*cq).cqe = n as c_int };
         Ok(0)
     })
 }
@@ -320,8 +325,8 @@ pub(super) unsafe extern "C" fn req_notify_cq_callback<T: Driver>(
 ) -> c_int {
     // SAFETY: A live CQ of this device.
     let c = unsafe { Cq::<T>::from_raw(cq) };
-    match T::Cq::req_notify_cq(c, NotifyFlags::from_raw(flags as u32)) {
-        Ok(missed) => missed as c_int,
+    match T::Cq::req_notify_cq(c, NotifyFlags::from_raw(flags)) {
+        Ok(missed) => c_int::from(missed),
         Err(e) => e.to_errno(),
     }
 }

@@ -283,7 +283,6 @@ pub(super) unsafe extern "C" fn reg_user_mr_callback<T: Driver>(
 /// The arguments of the core's `rereg_user_mr` call: a live MR of `T`, the
 /// PD to use (the old one when unchanged) and the command's udata (or
 /// null), for the call.
-#[expect(clippy::too_many_arguments)]
 pub(super) unsafe extern "C" fn rereg_user_mr_callback<T: Driver>(
     mr: *mut bindings::ib_mr,
     flags: c_int,

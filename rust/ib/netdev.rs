@@ -91,7 +91,7 @@ impl NetDev {
     pub fn name(&self) -> &CStr {
         // SAFETY: Live by the invariant; the name is NUL-terminated and lives
         // in the device.
-        unsafe { CStr::from_ptr(bindings::rrxe_netdev_name(self.as_raw()).cast()) }
+        unsafe { CStr::from_char_ptr(bindings::rrxe_netdev_name(self.as_raw()).cast()) }
     }
 
     /// Whether this is a VLAN device (rxe refuses those).

@@ -105,7 +105,7 @@ impl QpType {
             bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
             bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
             bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
-            t => Self::Other(t as u32),
+            t => Self::Other(t),
         }
     }
 }
@@ -208,11 +208,12 @@ pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr, with_sgid: bool) -> Av {
             a.__bindgen_anon_1.roce.as_ref().dmac,
         )
     };
-    // SAFETY: The core resolves and references the source GID attribute
-    // for the call (or leaves it null); `raw` covers the GID union.
     let sgid = if with_sgid {
-        // SAFETY: As above.
-        unsafe { a.grh.sgid_attr.as_ref() }.map_or([0; 16], |g| unsafe { *g.gid.raw.as_ref() })
+        // SAFETY: The core resolves and references the source GID attribute
+        // for the call (or leaves it null).
+        let attr = unsafe { a.grh.sgid_attr.as_ref() };
+        // SAFETY: `raw` covers the whole GID union.
+        attr.map_or([0; 16], |g| unsafe { *g.gid.raw.as_ref() })
     } else {
         [0; 16]
     };
@@ -297,7 +298,7 @@ pub(crate) fn attrs_to_raw(v: &QpAttrs, cap: &QpCap, out: &mut bindings::ib_qp_a
     out.rq_psn = v.rq_psn;
     out.sq_psn = v.sq_psn;
     out.dest_qp_num = v.dest_qp_num;
-    out.qp_access_flags = v.qp_access_flags as _;
+    out.qp_access_flags = v.qp_access_flags as c_int;
     cap_to_raw(cap, &mut out.cap);
     av_to_raw(&v.av, &mut out.ah_attr);
     av_to_raw(&v.alt_av, &mut out.alt_ah_attr);

@@ -220,7 +220,7 @@ pub(super) unsafe extern "C" fn modify_srq_callback<T: Driver>(
                 Udata::from_raw(udata),
             )
         };
-        T::Srq::modify_srq(s, a, SrqMask::from_raw(mask as u32), udata)?;
+        T::Srq::modify_srq(s, a, SrqMask::from_raw(mask), udata)?;
         Ok(0)
     })
 }

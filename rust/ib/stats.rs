@@ -105,7 +105,6 @@ pub(super) unsafe extern "C" fn get_hw_stats_callback<T: Driver>(
 /// The arguments of a `process_mad` call on a device of `T` (from the MAD
 /// layer or sysfs): a live device and two distinct MADs (or nulls), for
 /// the call.
-#[expect(clippy::too_many_arguments)]
 pub(super) unsafe extern "C" fn process_mad_callback<T: Driver>(
     ib: *mut bindings::ib_device,
     _flags: c_int,

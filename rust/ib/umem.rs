@@ -99,7 +99,7 @@ impl Umem {
                 0,
                 addr as u64,
                 len,
-                access as _,
+                access as c_int,
             )
         };
         let p = kernel::error::from_err_ptr(p)?;

@@ -74,7 +74,7 @@ impl AhOps<Rrxe> for RrxeAh {
             return Err(EINVAL);
         }
         let dev = pd.device().data();
-        let pd_id = pd as *const _ as usize;
+        let pd_id = core::ptr::from_ref(pd) as usize;
         let Some(u) = udata else {
             // A kernel AH: kernel work requests name it by pointer, so it needs
             // no number and no table slot; it may be made in atomic context.

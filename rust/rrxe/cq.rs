@@ -283,7 +283,7 @@ fn kernel_ring(entries: u32) -> Result<Ring> {
 /// A destroyed CQ takes nothing (`ENODEV`).
 pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
     let mut g = cq.inner.lock();
-    let Some(h) = g.cq.as_ref().map(|h| h as *const CqRef<Rrxe>) else {
+    let Some(h) = g.cq.as_ref().map(core::ptr::from_ref) else {
         return Err(ENODEV);
     };
     let ok = match &mut g.ring {

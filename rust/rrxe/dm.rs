@@ -36,7 +36,7 @@ pub struct DmMem {
 
 impl DmMem {
     /// The allocation's length as requested.
-    pub fn len(&self) -> u64 {
+    pub fn length(&self) -> u64 {
         self.len
     }
 
@@ -121,7 +121,7 @@ impl DmOps<Rrxe> for RrxeDm {
         let mem = &dm.data().mem;
         // The core checked this; the copies below rely on it, so check again.
         let end = req.offset.checked_add(req.length).ok_or(EINVAL)?;
-        if end > mem.len() {
+        if end > mem.length() {
             return Err(EINVAL);
         }
         let range = Range::new(0, req.length).ok_or(EINVAL)?;

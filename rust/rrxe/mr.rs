@@ -336,7 +336,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
             RrxeMr {
                 index: old.index,
                 key: old.key,
-                pd: new_pd as *const _ as usize,
+                pd: core::ptr::from_ref(new_pd) as usize,
                 access,
                 range,
                 mem,
@@ -361,7 +361,7 @@ pub(crate) fn insert_mr(
     mem: Arc<MrMem>,
 ) -> Result<(Arc<RrxeMr>, u32)> {
     let dev = pd.device().data();
-    let pd_id = pd as *const _ as usize;
+    let pd_id = core::ptr::from_ref(pd) as usize;
     let mut mem = Some(mem);
     let (_, mr) = dev.mr_pool().insert(|index| {
         let key = keys::make_key(index, random_key8()).ok_or(EINVAL)?;

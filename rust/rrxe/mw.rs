@@ -60,7 +60,7 @@ impl MwOps<Rrxe> for MwHandle {
     /// unbound; type 2 windows start free.
     fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
         let dev = pd.device().data();
-        let pd_id = pd as *const _ as usize;
+        let pd_id = core::ptr::from_ref(pd) as usize;
         let (_, mw) = dev.mw_pool().insert(|index| {
             let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
             let state = mw::initial_state(ty);

@@ -178,7 +178,7 @@ pub(super) unsafe extern "C" fn get_port_immutable_callback<T: Driver>(
                 bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP
             } else {
                 0
-            } as _;
+            };
             (*out).max_mad_size = p.max_mad_size;
         }
         Ok(0)

@@ -61,7 +61,7 @@ impl<T: Driver> Device<T> {
     pub fn name(&self) -> &CStr {
         // SAFETY: `dev.kobj.name` is set by `assign_name` before any callback
         // and is NUL-terminated.
-        unsafe { CStr::from_ptr(bindings::rrxe_ib_device_name(self.as_raw()).cast()) }
+        unsafe { CStr::from_char_ptr(bindings::rrxe_ib_device_name(self.as_raw()).cast()) }
     }
 
     /// The netdev bound to `port`, with a reference held.
@@ -172,7 +172,7 @@ impl<T: Driver> NewDevice<T> {
         // SAFETY: The device is ours; `ib_set_device_ops` copies the table.
         unsafe {
             bindings::ib_set_device_ops(ib, &ops);
-            (*ib).node_type = bindings::RDMA_NODE_IB_CA as _;
+            (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*ib).phys_port_cnt = 1;
             (*ib).local_dma_lkey = 0;
             if ops::has_alloc_dm::<T>() {
@@ -211,7 +211,7 @@ impl<T: Driver> NewDevice<T> {
         let nd = unsafe { &mut (*self.raw()).node_desc };
         let n = desc.len().min(nd.len() - 1);
         for (d, s) in nd.iter_mut().zip(desc[..n].iter()) {
-            *d = *s as _;
+            *d = *s;
         }
         nd[n] = 0;
     }
@@ -219,7 +219,7 @@ impl<T: Driver> NewDevice<T> {
     /// Sets how many completion vectors the device offers.
     pub fn set_num_comp_vectors(&mut self, n: u32) {
         // SAFETY: Unregistered and owned by us.
-        unsafe { (*self.raw()).num_comp_vectors = n as _ };
+        unsafe { (*self.raw()).num_comp_vectors = n as c_int };
     }
 
     /// Registers the device as `name`, bound to `ndev` on port 1, with the
@@ -236,7 +236,7 @@ impl<T: Driver> NewDevice<T> {
             if r == 0 {
                 bindings::rrxe_ib_set_parent(ib, ndev.as_raw());
                 (*ib).name_assign_type =
-                    bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER as _;
+                    bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
                 bindings::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut())
             } else {
                 r
