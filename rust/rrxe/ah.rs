@@ -55,12 +55,13 @@ unsafe impl AsBytes for CreateAhResp {}
 
 #[vtable]
 impl AhOps<Rrxe> for RrxeAh {
-    /// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
-    /// 1, with a resolved RoCEv2 source GID.
+    /// `destroy_ah`: the AH leaves the table.
     fn destroy_ah(ah: &Ah<Rrxe>) {
         ah.data().unlink(ah.device().data());
     }
 
+    /// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
+    /// 1, with a resolved RoCEv2 source GID.
     fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
         if !init.roce
             || !init.grh

@@ -67,8 +67,7 @@ pub struct RrxeCq {
 
 #[vtable]
 impl CqOps<Rrxe> for RrxeCq {
-    /// `create_cq`: checks the request as rxe does (a capacity of 1 up to
-    /// `max_cqe`, no flags, a valid completion vector) and makes the ring.
+    /// `destroy_cq`: the C object goes; the ring goes back to its context.
     fn destroy_cq(cq: &Cq<Rrxe>) {
         // The C object goes after this: no notification may reach it. A
         // user ring goes back to its context now (a QP that another thread
@@ -89,6 +88,8 @@ impl CqOps<Rrxe> for RrxeCq {
             .fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// `create_cq`: checks the request as rxe does (a capacity of 1 up to
+    /// `max_cqe`, no flags, a valid completion vector) and makes the ring.
     fn create_cq(
         dev: &Device<Rrxe>,
         attr: CqAttr,

@@ -296,6 +296,7 @@ fn attr_err(e: AttrError) -> Error {
 
 #[vtable]
 impl QpOps<Rrxe> for RrxeQp {
+    /// `destroy_qp`: see `RrxeQp::destroy`; never refused.
     fn destroy_qp(q: &Qp<Rrxe>) -> Result {
         q.data().destroy(q.device().data());
         Ok(())

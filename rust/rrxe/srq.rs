@@ -133,11 +133,12 @@ fn attr_err(e: AttrError) -> Error {
 
 #[vtable]
 impl SrqOps<Rrxe> for RrxeSrq {
-    /// `create_srq`.
+    /// `destroy_srq`: the SRQ leaves the table and lets go of its ring.
     fn destroy_srq(srq: &Srq<Rrxe>) {
         srq.data().unlink(srq.device().data());
     }
 
+    /// `create_srq`.
     fn create_srq(
         pd: &Pd<Rrxe>,
         init: &SrqInit,
