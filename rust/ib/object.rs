@@ -47,7 +47,6 @@ macro_rules! core_object {
             ///
             /// `ptr` must be an object the core allocated with this type's size
             /// whose data is initialised, alive for `'a`.
-            #[allow(dead_code)]
             pub(crate) unsafe fn from_raw<'a>(ptr: *mut $cty) -> &'a Self {
                 const { assert!(core::mem::offset_of!(Self, ib) == 0) };
                 // CAST: The C object is the first field of this `#[repr(C)]` type.

@@ -393,7 +393,6 @@ fn fast_pages(mr: &Mr<Rrxe>) -> Result<&Pin<KBox<SpinLock<FastPages>>>> {
 pub type NeedAccess = u32;
 
 // The data path (UD/UC/RC traffic) is the user of these.
-#[allow(dead_code)]
 impl RrxeMr {
     /// Copies `src` into the region at `iova`.
     pub fn write(&self, iova: u64, src: &[u8]) -> Result {
@@ -478,7 +477,6 @@ impl RrxeMr {
 /// `iova` from `pd`, checking the full key (index and variant), the PD, the
 /// access rights and the bounds. Keys in the MW range are refused: use
 /// [`lookup_key`] for rkeys.
-#[allow(dead_code)]
 pub fn lookup_mr(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
@@ -524,7 +522,6 @@ pub fn lookup_mr(
 /// the memory and the address in its space (windows may be zero-based).
 /// Errors: `EINVAL` for a key that names nothing usable by this requester,
 /// `EACCES` for missing rights, `EFAULT` for addresses outside.
-#[allow(dead_code)]
 pub fn lookup_key(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
@@ -543,7 +540,6 @@ pub fn lookup_key(
 }
 
 /// Which way [`copy_by_key`] copies.
-#[allow(dead_code)]
 pub enum Copy<'a> {
     /// From the buffer into the memory (needs `LOCAL_WRITE`, or the remote
     /// right the caller asks for).
@@ -556,7 +552,6 @@ pub enum Copy<'a> {
 /// (the buffer's length), after resolving the key (an MR, or for rkeys a
 /// memory window) with the PD, QP, access and bounds checks of
 /// [`lookup_key`]. `need` is the access the requester must have.
-#[allow(dead_code)]
 pub fn copy_by_key(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,

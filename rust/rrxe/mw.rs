@@ -154,7 +154,7 @@ pub(crate) fn resolve(
 /// and satisfy the access rules. A type 2 window must be free and gets a
 /// non-empty range tied to the QP; a zero-length bind unbinds a type 1
 /// window. The new key keeps the index and takes the low byte of `rkey`.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 pub fn bind_mw(
     dev: &crate::rrxe::device::RrxeDev,
     pd: usize,
