@@ -221,7 +221,7 @@ pub enum PhysState {
 }
 
 /// `IB_PORT_CM_SUP`: the port supports connection management.
-pub const PORT_CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP as u32;
+pub const PORT_CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
 /// `IB_WIDTH_1X`.
 pub const WIDTH_1X: u8 = bindings::ib_port_width_IB_WIDTH_1X as u8;
 
@@ -297,7 +297,7 @@ pub struct PortImmutable {
 }
 
 /// `IB_MGMT_MAD_SIZE`: the size of a MAD.
-pub const MGMT_MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE as u32;
+pub const MGMT_MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE;
 
 /// `RDMA_DRIVER_RXE`: the driver id that makes libibverbs load librxe.
 pub const DRIVER_ID_RXE: u32 = bindings::rdma_driver_id_RDMA_DRIVER_RXE;

@@ -7,8 +7,58 @@
 //! none for kernel CQs. The driver reports the capacity it made, which the
 //! layer stores in `cq->cqe` (the core returns it to userspace).
 
-use super::{bindings, device::Driver};
+use super::{
+    bindings,
+    device::{Device, Driver},
+    object::{Cq, Ucontext},
+    udata::Udata,
+};
 use crate::logic::cqe::Wc;
+use kernel::{error::from_result, prelude::*};
+
+/// The operations on a completion queue, implemented by the driver's CQ
+/// data ([`Driver::Cq`]). The data is dropped when the CQ is destroyed.
+#[vtable]
+pub trait CqOps<T: Driver>: Sized + Send + Sync {
+    /// A new CQ: for a user context (with the command's udata) or, with
+    /// `user` `None`, for a kernel consumer. Returns the data and the
+    /// capacity made (at least `attr.cqe`). `this` is a handle to the CQ
+    /// being created, valid (for notifications) once this returns `Ok`.
+    fn create_cq(
+        _dev: &Device<T>,
+        _attr: CqAttr,
+        _user: Option<(&Ucontext<T>, Option<&Udata>)>,
+        _this: CqRef<T>,
+    ) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Resizes a user CQ to at least `cqe` entries; returns the capacity.
+    fn resize_cq(_cq: &Cq<T>, _cqe: u32, _udata: Option<&Udata>) -> Result<u32> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Arms a CQ; returns whether completions are waiting, when asked to
+    /// report missed events.
+    fn req_notify_cq(_cq: &Cq<T>, _flags: NotifyFlags) -> Result<bool> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Moves completions of a kernel CQ into `out`, oldest first.
+    fn poll_cq(_cq: &Cq<T>, _out: &mut WcOut<'_>) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// How many completions a kernel CQ holds, up to `n`.
+    fn peek_cq(_cq: &Cq<T>, _n: u32) -> u32 {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The CQ is being destroyed: called once, with the device alive, just
+    /// before its data is dropped. No notification may reach the C object
+    /// after this returns.
+    fn destroy_cq(_cq: &Cq<T>) {}
+}
 
 /// What `create_cq` was asked for.
 #[derive(Clone, Copy, Debug)]
@@ -77,6 +127,11 @@ impl<'a> WcOut<'a> {
         self.n
     }
 
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
     /// Appends a completion; returns `false` (and writes nothing) when full.
     pub fn push(&mut self, c: &Wc) -> bool {
         let Some(w) = self.wc.get_mut(self.n) else {
@@ -95,7 +150,7 @@ impl<'a> WcOut<'a> {
         w.byte_len = c.byte_len;
         w.src_qp = c.src_qp;
         w.slid = c.slid.into();
-        w.wc_flags = c.wc_flags as _;
+        w.wc_flags = c.wc_flags as c_int;
         w.pkey_index = c.pkey_index;
         w.sl = c.sl;
         w.dlid_path_bits = c.dlid_path_bits;
@@ -173,4 +228,148 @@ impl<T: Driver> CqRef<T> {
             }
         }
     }
+}
+
+/// The `create_cq` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `create_cq` call on a device of `T`: a
+/// zeroed CQ of `size_ib_cq` bytes with `device` set, its attributes, and
+/// for user CQs the command's bundle (null for kernel CQs), for the call.
+pub(super) unsafe extern "C" fn create_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    attr: *const bindings::ib_cq_init_attr,
+    attrs: *mut bindings::uverbs_attr_bundle,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core passes a zeroed CQ of `size_ib_cq` bytes with
+        // `device` set, its attributes, and for user CQs the command's
+        // bundle (null for kernel CQs), all valid for the call.
+        let (dev, attr, user) = unsafe {
+            let a = CqAttr {
+                cqe: (*attr).cqe,
+                comp_vector: (*attr).comp_vector,
+                flags: (*attr).flags,
+            };
+            let user = if attrs.is_null() {
+                None
+            } else {
+                let b = &raw mut (*attrs).__bindgen_anon_1.__bindgen_anon_1;
+                Some((
+                    Ucontext::<T>::from_raw((*b).context),
+                    Udata::from_raw(&raw mut (*b).driver_udata),
+                ))
+            };
+            (Device::<T>::from_raw((*cq).device), a, user)
+        };
+        // SAFETY: `cq` is the object being created, not null.
+        let this = unsafe { CqRef::from_raw(cq) };
+        let (data, cqe) = T::Cq::create_cq(dev, attr, user, this)?;
+        // SAFETY: As above; the data part is uninitialised and ours.
+        unsafe {
+            Cq::<T>::init_data(cq, data);
+            (*cq).cqe = cqe as c_int;
+        }
+        Ok(0)
+    })
+}
+
+/// The `destroy_cq` op.
+///
+/// # Safety
+///
+/// `cq` must be a CQ of `T` for which `create_cq` succeeded, passed by the
+/// core once, before it frees the memory.
+pub(super) unsafe extern "C" fn destroy_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: `create_cq` succeeded for this CQ, which is alive for the
+    // call.
+    T::Cq::destroy_cq(unsafe { Cq::<T>::from_raw(cq) });
+    // SAFETY: As above; called once, and the data is not used again.
+    unsafe { Cq::<T>::drop_data(cq) };
+    0
+}
+
+/// The `resize_user_cq` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `resize_user_cq` call: a live CQ of `T` and
+/// the command's udata, for the call.
+pub(super) unsafe extern "C" fn resize_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    cqe: c_uint,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live CQ of this device and the command's udata.
+        let (c, udata) = unsafe { (Cq::<T>::from_raw(cq), Udata::from_raw(udata)) };
+        let n = T::Cq::resize_cq(c, cqe, udata)?;
+        // SAFETY: As above; the core serialises resizes of a CQ.
+        unsafe { (*cq).cqe = n as c_int };
+        Ok(0)
+    })
+}
+
+/// The `req_notify_cq` op.
+///
+/// # Safety
+///
+/// `cq` must be a live CQ of `T`, for the call.
+pub(super) unsafe extern "C" fn req_notify_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    flags: bindings::ib_cq_notify_flags,
+) -> c_int {
+    // SAFETY: A live CQ of this device.
+    let c = unsafe { Cq::<T>::from_raw(cq) };
+    match T::Cq::req_notify_cq(c, NotifyFlags::from_raw(flags)) {
+        Ok(missed) => c_int::from(missed),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The `poll_cq` op.
+///
+/// # Safety
+///
+/// `cq` must be a live CQ of `T` and `wc` must have room for `n` entries
+/// (or be null), for the call.
+pub(super) unsafe extern "C" fn poll_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    n: c_int,
+    wc: *mut bindings::ib_wc,
+) -> c_int {
+    if n <= 0 || wc.is_null() {
+        return 0;
+    }
+    // SAFETY: A live CQ of this device; `wc` has room for `n` entries
+    // (the caller's promise to `ib_poll_cq`).
+    let (c, wc) = unsafe {
+        (
+            Cq::<T>::from_raw(cq),
+            core::slice::from_raw_parts_mut(wc, n as usize),
+        )
+    };
+    let mut out = WcOut::new(wc);
+    T::Cq::poll_cq(c, &mut out);
+    out.len() as c_int
+}
+
+/// The `peek_cq` op.
+///
+/// # Safety
+///
+/// `cq` must be a live CQ of `T`, for the call.
+pub(super) unsafe extern "C" fn peek_cq_callback<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    n: c_int,
+) -> c_int {
+    if n <= 0 {
+        return 0;
+    }
+    // SAFETY: A live CQ of this device.
+    T::Cq::peek_cq(unsafe { Cq::<T>::from_raw(cq) }, n as u32) as c_int
 }

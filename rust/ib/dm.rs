@@ -13,8 +13,31 @@
 //! `RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET` (u64, id `1 << UVERBS_ID_NS_SHIFT`)
 //! of the DM alloc method, declared in the C helper file.
 
-use super::{bindings, device::Driver};
+use super::{
+    bindings,
+    device::Driver,
+    mr::MrSlot,
+    object::{Pd, Ucontext},
+};
 use kernel::{prelude::*, types::Opaque};
+
+/// The operations on device memory, implemented by the driver's DM data
+/// ([`Driver::Dm`]). Dropping the data frees the device memory.
+#[vtable]
+pub trait DmOps<T: Driver>: Sized + Send + Sync {
+    /// New device memory for `uc`'s process; returns its data and the
+    /// offset at which the process maps it (reported to userspace through
+    /// the [`ALLOC_DM_RESP_MMAP_OFFSET`] attribute).
+    fn alloc_dm(_uc: &Ucontext<T>, _req: DmRequest) -> Result<(Self, u64)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Registers part of `dm` as a zero-based MR in `pd`; returns the MR's
+    /// data and key. Only called when `alloc_dm` is implemented.
+    fn reg_dm_mr(_pd: &Pd<T>, _dm: &Dm<T>, _req: DmMrRequest) -> Result<(T::Mr, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
 
 /// The driver-namespace attribute id of the mmap offset DM_ALLOC returns.
 pub const ALLOC_DM_RESP_MMAP_OFFSET: u16 =
@@ -102,6 +125,95 @@ impl<T: Driver> DmSlot<T> {
     pub(crate) fn into_raw(dm: KBox<Dm<T>>) -> *mut bindings::ib_dm {
         KBox::into_raw(dm).cast()
     }
+}
+
+/// The `alloc_dm` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `alloc_dm` call on a device of `T`: a live
+/// context of the device, the request the core copied in and the call's
+/// attribute bundle, for the call.
+pub(super) unsafe extern "C" fn alloc_dm_callback<T: Driver>(
+    _ib: *mut bindings::ib_device,
+    uc: *mut bindings::ib_ucontext,
+    attr: *mut bindings::ib_dm_alloc_attr,
+    attrs: *mut bindings::uverbs_attr_bundle,
+) -> *mut bindings::ib_dm {
+    let r: Result<*mut bindings::ib_dm> = (|| {
+        // SAFETY: The core passes a live context of this device, the
+        // request it copied in and the call's attribute bundle.
+        let (uc, req) = unsafe {
+            (
+                Ucontext::<T>::from_raw(uc),
+                DmRequest {
+                    length: (*attr).length,
+                    log_align: (*attr).alignment,
+                },
+            )
+        };
+        let slot = DmSlot::<T>::new()?;
+        let (data, offset) = T::Dm::alloc_dm(uc, req)?;
+        // Owned here until the core has it: dropping it frees the DM.
+        let dm = slot.fill(data);
+        // SAFETY: `attrs` is the bundle of this DM_ALLOC call, whose
+        // method carries the attribute (declared with the ops).
+        let r =
+            unsafe { bindings::rrxe_uverbs_copy_to_u64(attrs, ALLOC_DM_RESP_MMAP_OFFSET, offset) };
+        kernel::error::to_result(r)?;
+        Ok(DmSlot::into_raw(dm))
+    })();
+    r.unwrap_or_else(Error::to_ptr)
+}
+
+/// The `dealloc_dm` op.
+///
+/// # Safety
+///
+/// `dm` must be a DM of `T` (every one comes from [`DmSlot`]), passed by
+/// the core once, with no MR left on it.
+pub(super) unsafe extern "C" fn dealloc_dm_callback<T: Driver>(
+    dm: *mut bindings::ib_dm,
+    _attrs: *mut bindings::uverbs_attr_bundle,
+) -> c_int {
+    // SAFETY: Every DM of this device came from `DmSlot`; the core calls
+    // this once, with no MR left on it.
+    unsafe { Dm::<T>::free(dm) };
+    0
+}
+
+/// The `reg_dm_mr` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `reg_dm_mr` call: a live PD and DM of `T`
+/// and the request the core checked, for the call.
+pub(super) unsafe extern "C" fn reg_dm_mr_callback<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    dm: *mut bindings::ib_dm,
+    attr: *mut bindings::ib_dm_mr_attr,
+    _attrs: *mut bindings::uverbs_attr_bundle,
+) -> *mut bindings::ib_mr {
+    let r: Result<*mut bindings::ib_mr> = (|| {
+        // SAFETY: The core passes a live PD and DM of this device and the
+        // request it checked, for the call.
+        let (pd, dm, req) = unsafe {
+            (
+                Pd::<T>::from_raw(pd),
+                Dm::<T>::from_raw(dm),
+                DmMrRequest {
+                    offset: (*attr).offset,
+                    length: (*attr).length,
+                    access: (*attr).access_flags,
+                },
+            )
+        };
+        let slot = MrSlot::<T>::new()?;
+        let (data, key) = T::Dm::reg_dm_mr(pd, dm, req)?;
+        // Zero-based: the region's addresses run from 0.
+        Ok(slot.fill(data, key, 0, req.length))
+    })();
+    r.unwrap_or_else(Error::to_ptr)
 }
 
 /// The `dm_size` module parameter (declared in the C helper file): the

@@ -15,7 +15,7 @@ pub trait LinkHandler: Sync + 'static {
 pub fn link_type() -> &'static CStr {
     // SAFETY: The parameter buffer is static and NUL-terminated; it is
     // read-only after load (permissions 0444).
-    unsafe { CStr::from_ptr(bindings::rrxe_link_type().cast()) }
+    unsafe { CStr::from_char_ptr(bindings::rrxe_link_type().cast()) }
 }
 
 /// Registered link operations.
@@ -56,11 +56,18 @@ impl<H: LinkHandler> LinkOps<H> {
         Ok(this)
     }
 
+    /// The `newlink` callback of `rdma link add`.
+    ///
+    /// # Safety
+    ///
+    /// The arguments of the core's `newlink` call: a NUL-terminated name and
+    /// a netdev the core holds, for the call.
     unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut bindings::net_device) -> c_int {
         from_result(|| {
             // SAFETY: The core passes a NUL-terminated name and a netdev it
             // holds for the duration of the call.
-            let (name, ndev) = unsafe { (CStr::from_ptr(name.cast()), NetDev::from_raw(ndev)) };
+            let (name, ndev) =
+                unsafe { (CStr::from_char_ptr(name.cast()), NetDev::from_raw(ndev)) };
             H::newlink(name, ndev)?;
             Ok(0)
         })

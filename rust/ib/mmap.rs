@@ -49,7 +49,7 @@ impl UserMmapEntry {
             return Err(EINVAL);
         }
         // SAFETY: Allocates zeroed, user-mappable memory, or returns null.
-        let buf = unsafe { bindings::rrxe_vmalloc_user(len as _) };
+        let buf = unsafe { bindings::rrxe_vmalloc_user(len as c_ulong) };
         if buf.is_null() {
             return Err(ENOMEM);
         }
@@ -82,9 +82,8 @@ impl UserMmapEntry {
         }
         // INVARIANT: Inserted, holding the table reference.
         // SAFETY: `e` is non-null (from `KBox::into_raw`).
-        Ok(Self {
-            entry: unsafe { NonNull::new_unchecked(e) },
-        })
+        let entry = unsafe { NonNull::new_unchecked(e) };
+        Ok(Self { entry })
     }
 
     /// The offset userspace passes to `mmap`.
@@ -97,6 +96,11 @@ impl UserMmapEntry {
     pub fn len(&self) -> usize {
         // SAFETY: Fixed at creation.
         unsafe { (*self.entry.as_ptr()).len }
+    }
+
+    /// Whether the mapping is empty (never: entries have at least a page).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The kernel address of the buffer. Userspace may write to it at any
@@ -116,6 +120,11 @@ impl Drop for UserMmapEntry {
 }
 
 /// The `mmap` op: maps the entry whose offset userspace passed.
+///
+/// # Safety
+///
+/// The arguments of the core's `mmap` call: a live context and the VMA
+/// being set up, for the call.
 pub(crate) unsafe extern "C" fn mmap_callback(
     uc: *mut bindings::ib_ucontext,
     vma: *mut bindings::vm_area_struct,
@@ -139,6 +148,11 @@ pub(crate) unsafe extern "C" fn mmap_callback(
 }
 
 /// The `mmap_free` op: the last reference to an entry is gone.
+///
+/// # Safety
+///
+/// `core` must be an entry of a [`UserMmapEntry`], passed by the core once,
+/// after its last reference is dropped.
 pub(crate) unsafe extern "C" fn mmap_free_callback(core: *mut bindings::rdma_user_mmap_entry) {
     let e = core.cast::<Entry>();
     // SAFETY: Called once per entry, after every reference dropped; the

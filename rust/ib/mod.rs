@@ -3,9 +3,15 @@
 //! Safe abstractions over the kernel's RDMA core (`ib_core`).
 //!
 //! This layer is driver-agnostic and is the only part of rrxe that touches
-//! the generated bindings. Drivers implement [`device::Driver`] and use the
-//! typed wrappers here: [`device::Device`], [`udata::Udata`],
-//! [`mmap::UserMmapEntry`], [`link::LinkOps`] and [`netdev::NetDev`].
+//! the generated bindings. A driver implements [`device::Driver`] for its
+//! device, and one `#[vtable]` trait per object family for the types of its
+//! objects ([`cq::CqOps`], [`qp::QpOps`], [`srq::SrqOps`], [`mr::MrOps`],
+//! [`mw::MwOps`], [`dm::DmOps`], [`ah::AhOps`], [`pd::PdOps`] and
+//! [`pd::UcontextOps`]); each family's C callbacks live next to its
+//! abstraction and fill the ops table only where the driver implements
+//! them. Drivers use the typed wrappers here: [`device::Device`],
+//! [`udata::Udata`], [`mmap::UserMmapEntry`], [`link::LinkOps`] and
+//! [`netdev::NetDev`].
 
 #[path = "../bindings/mod.rs"]
 mod bindings;
@@ -20,9 +26,11 @@ pub mod dm;
 pub mod link;
 pub mod mmap;
 pub mod mr;
+pub mod mw;
 pub mod net;
 pub mod netdev;
 pub mod object;
+pub mod pd;
 pub mod qp;
 pub mod srq;
 pub mod stats;

@@ -6,8 +6,74 @@
 //! returns a pointer to an `ib_mr` it allocated, and frees it in `dereg_mr`.
 //! Here an MR is a `KBox<Mr<T>>` whose first field is the `ib_mr`.
 
-use super::{bindings, device::Driver, object::Pd};
-use kernel::{prelude::*, types::Opaque};
+use super::{bindings, device::Driver, object::Pd, udata::Udata};
+use kernel::{error::from_result, prelude::*, types::Opaque};
+
+/// The operations on a memory region, implemented by the driver's MR data
+/// ([`Driver::Mr`]). The data is dropped when the MR is deregistered.
+#[vtable]
+pub trait MrOps<T: Driver>: Sized + Send + Sync {
+    /// Registers user memory; returns the MR's data and its key (used as
+    /// both lkey and rkey).
+    fn reg_user_mr(
+        _pd: &Pd<T>,
+        _req: UserMrRequest,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Re-registers `mr` with the parts `flags` names changed. Returns the
+    /// data and key of a replacement MR, which the core puts in the old
+    /// one's place before deregistering the old one.
+    fn rereg_user_mr(
+        _mr: &Mr<T>,
+        _flags: ReregFlags,
+        _req: UserMrRequest,
+        _new_pd: &Pd<T>,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An MR covering all kernel memory, for kernel users.
+    fn get_dma_mr(_pd: &Pd<T>, _access: u32) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A fast-registration MR of type `ty` for kernel users, able to hold
+    /// `max_num_sg` pages; returns its data and key. It starts unusable
+    /// until a registration work request makes it valid.
+    fn alloc_mr(_pd: &Pd<T>, _ty: FastRegType, _max_num_sg: u32) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ib_map_mr_sg` begins on `mr` (from `alloc_mr`): forget the pages of
+    /// any earlier mapping. Pages are `page_size` bytes.
+    fn map_mr_sg_start(_mr: &Mr<T>, _page_size: u32) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The next page of the mapping, by DMA address (a kernel virtual
+    /// address: rrxe's devices have no DMA device). An error ends the
+    /// mapping there (the MR is full).
+    fn map_mr_sg_page(_mr: &Mr<T>, _addr: u64) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The mapping ended with `n` scatterlist entries mapped; the core set
+    /// the MR's address range to `(iova, length)`.
+    fn map_mr_sg_done(_mr: &Mr<T>, _n: u32, _iova: u64, _length: u64) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Asked before an MR is deregistered; an error keeps the MR (rxe
+    /// refuses while memory windows are bound). The MR's data is dropped
+    /// after `Ok`.
+    fn dereg_mr(_mr: &Mr<T>) -> Result {
+        Ok(())
+    }
+}
 
 /// A memory region.
 ///
@@ -168,4 +234,196 @@ pub unsafe fn write_dma_addr(addr: u64, src: &[u8]) -> Result {
     // SAFETY: The caller's promise; `src` is readable for its length.
     unsafe { bindings::rrxe_copy_to_kernel(addr, src.as_ptr().cast(), src.len()) };
     Ok(())
+}
+
+/// The result of a callback that returns an MR: the MR, or the error as an
+/// error pointer.
+fn mr_result(r: Result<*mut bindings::ib_mr>) -> *mut bindings::ib_mr {
+    r.unwrap_or_else(Error::to_ptr)
+}
+
+/// The `reg_user_mr` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `reg_user_mr` call: a live PD of `T`, a DMA
+/// handle (or null) and the command's udata (or null), for the call.
+pub(super) unsafe extern "C" fn reg_user_mr_callback<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: c_int,
+    dmah: *mut bindings::ib_dmah,
+    udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    mr_result((|| {
+        if !dmah.is_null() {
+            return Err(EOPNOTSUPP);
+        }
+        // SAFETY: The core passes a live PD of this device and a valid
+        // udata for the call.
+        let (pd, udata) = unsafe { (Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
+        let req = UserMrRequest {
+            start,
+            length,
+            iova,
+            access: access as u32,
+        };
+        let slot = MrSlot::<T>::new()?;
+        let (data, key) = T::Mr::reg_user_mr(pd, req, udata)?;
+        Ok(slot.fill(data, key, 0, 0))
+    })())
+}
+
+/// The `rereg_user_mr` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `rereg_user_mr` call: a live MR of `T`, the
+/// PD to use (the old one when unchanged) and the command's udata (or
+/// null), for the call.
+pub(super) unsafe extern "C" fn rereg_user_mr_callback<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    flags: c_int,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: c_int,
+    pd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    mr_result((|| {
+        let (mr, pd, udata) =
+            // SAFETY: The core passes a live MR of this device (from
+            // `MrSlot::fill`), the PD to use (the old one when unchanged)
+            // and a valid udata, for the call.
+            unsafe { (Mr::<T>::from_raw(mr), Pd::<T>::from_raw(pd), Udata::from_raw(udata)) };
+        let req = UserMrRequest {
+            start,
+            length,
+            iova,
+            access: access as u32,
+        };
+        let flags = ReregFlags::from_raw(flags as u32);
+        // The core fills in the range only for new registrations.
+        let (iova, length) = if flags.translation {
+            (iova, length)
+        } else {
+            mr.iova_length()
+        };
+        let slot = MrSlot::<T>::new()?;
+        let (data, key) = T::Mr::rereg_user_mr(mr, flags, req, pd, udata)?;
+        Ok(slot.fill(data, key, iova, length))
+    })())
+}
+
+/// The `get_dma_mr` op.
+///
+/// # Safety
+///
+/// `pd` must be a live PD of `T`, for the call.
+pub(super) unsafe extern "C" fn get_dma_mr_callback<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    access: c_int,
+) -> *mut bindings::ib_mr {
+    mr_result((|| {
+        // SAFETY: The core passes a live PD of this device.
+        let pd = unsafe { Pd::<T>::from_raw(pd) };
+        let slot = MrSlot::<T>::new()?;
+        let (data, key) = T::Mr::get_dma_mr(pd, access as u32)?;
+        Ok(slot.fill(data, key, 0, u64::MAX))
+    })())
+}
+
+/// The `alloc_mr` op.
+///
+/// # Safety
+///
+/// `pd` must be a live PD of `T`, for the call.
+pub(super) unsafe extern "C" fn alloc_mr_callback<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    ty: bindings::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut bindings::ib_mr {
+    mr_result((|| {
+        let ty = match ty {
+            bindings::ib_mr_type_IB_MR_TYPE_MEM_REG => FastRegType::MemReg,
+            bindings::ib_mr_type_IB_MR_TYPE_SG_GAPS => FastRegType::SgGaps,
+            _ => return Err(EINVAL),
+        };
+        // SAFETY: The core passes a live PD of this device.
+        let pd = unsafe { Pd::<T>::from_raw(pd) };
+        let slot = MrSlot::<T>::new()?;
+        let (data, key) = T::Mr::alloc_mr(pd, ty, max_num_sg)?;
+        Ok(slot.fill(data, key, 0, 0))
+    })())
+}
+
+/// The `map_mr_sg` op: the driver is told where the mapping starts, gets
+/// its pages one by one through [`set_page_callback`], and is told where
+/// it ended.
+///
+/// # Safety
+///
+/// The arguments of an `ib_map_mr_sg` call: a live MR of `T` from
+/// `alloc_mr`, and the caller's scatterlist and offset, for the call.
+pub(super) unsafe extern "C" fn map_mr_sg_callback<T: Driver>(
+    ibmr: *mut bindings::ib_mr,
+    sg: *mut bindings::scatterlist,
+    nents: c_int,
+    sg_offset: *mut c_uint,
+) -> c_int {
+    // SAFETY: The core passes an MR of this device from `alloc_mr` (only
+    // those reach `map_mr_sg`), which lives for the call.
+    let mr = unsafe { Mr::<T>::from_raw(ibmr) };
+    // SAFETY: As above; `page_size` was set by `ib_map_mr_sg`.
+    let page_size = unsafe { (*ibmr).page_size };
+    if let Err(e) = T::Mr::map_mr_sg_start(mr, page_size) {
+        return e.to_errno();
+    }
+    // SAFETY: The scatterlist and offset come from the caller of
+    // `ib_map_mr_sg`; `set_page` is called back with this MR only.
+    let n = unsafe {
+        bindings::ib_sg_to_pages(ibmr, sg, nents, sg_offset, Some(set_page_callback::<T>))
+    };
+    if n >= 0 {
+        // SAFETY: `ib_sg_to_pages` set the range; the MR is live.
+        let (iova, length) = unsafe { ((*ibmr).iova, (*ibmr).length) };
+        T::Mr::map_mr_sg_done(mr, n as u32, iova, length);
+    }
+    n
+}
+
+/// `ib_sg_to_pages`'s page callback for [`map_mr_sg_callback`].
+///
+/// # Safety
+///
+/// `ibmr` must be the MR `map_mr_sg_callback` passed to `ib_sg_to_pages`.
+unsafe extern "C" fn set_page_callback<T: Driver>(ibmr: *mut bindings::ib_mr, addr: u64) -> c_int {
+    from_result(|| {
+        // SAFETY: Called from `map_mr_sg_callback` with its MR.
+        T::Mr::map_mr_sg_page(unsafe { Mr::<T>::from_raw(ibmr) }, addr)?;
+        Ok(0)
+    })
+}
+
+/// The `dereg_mr` op: the driver may refuse; the MR is freed after it
+/// agrees.
+///
+/// # Safety
+///
+/// `mr` must be a live MR of `T` (every one comes from [`MrSlot::fill`]),
+/// passed by the core's `dereg_mr` call.
+pub(super) unsafe extern "C" fn dereg_mr_callback<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Every MR of this device came from `MrSlot::fill`.
+        T::Mr::dereg_mr(unsafe { Mr::<T>::from_raw(mr) })?;
+        // SAFETY: As above; the core does not use the MR after success.
+        unsafe { Mr::<T>::free(mr) };
+        Ok(0)
+    })
 }

@@ -50,6 +50,12 @@ pub fn rx_dropped() -> u64 {
     unsafe { bindings::rrxe_rx_dropped_count() }
 }
 
+/// The receive handler the C side calls from its work item, per packet.
+///
+/// # Safety
+///
+/// `ib` must be null or a device the caller holds a registration reference
+/// on, and `skb` a linear skb the caller owns, for the call.
 unsafe extern "C" fn rx_trampoline<T: Driver>(
     ib: *mut bindings::ib_device,
     skb: *mut bindings::sk_buff,
@@ -134,13 +140,7 @@ impl TxPacket {
                 &mut data,
             )
         };
-        // SAFETY: Checking an error pointer.
-        if unsafe { bindings::rrxe_is_err(skb.cast()) } {
-            // SAFETY: As above.
-            return Err(Error::from_errno(
-                unsafe { bindings::rrxe_ptr_err(skb.cast()) } as i32,
-            ));
-        }
+        let skb = kernel::error::from_err_ptr(skb)?;
         let (Some(skb), Some(data)) = (NonNull::new(skb), NonNull::new(data)) else {
             return Err(ENOMEM);
         };

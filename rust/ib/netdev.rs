@@ -33,6 +33,12 @@ unsafe impl AlwaysRefCounted for NetDev {
         unsafe { bindings::rrxe_dev_hold(self.as_raw()) };
     }
 
+    /// Drops a reference.
+    ///
+    /// # Safety
+    ///
+    /// The caller must own a reference taken with [`inc_ref`](Self::inc_ref)
+    /// (the trait's contract).
     unsafe fn dec_ref(obj: NonNull<Self>) {
         // SAFETY: The caller owns a reference taken with `inc_ref`.
         unsafe { bindings::rrxe_dev_put(obj.cast().as_ptr()) };
@@ -85,7 +91,7 @@ impl NetDev {
     pub fn name(&self) -> &CStr {
         // SAFETY: Live by the invariant; the name is NUL-terminated and lives
         // in the device.
-        unsafe { CStr::from_ptr(bindings::rrxe_netdev_name(self.as_raw()).cast()) }
+        unsafe { CStr::from_char_ptr(bindings::rrxe_netdev_name(self.as_raw()).cast()) }
     }
 
     /// Whether this is a VLAN device (rxe refuses those).
@@ -183,6 +189,12 @@ impl<H: Handler> Notifier<H> {
         Ok(this)
     }
 
+    /// The notifier callback.
+    ///
+    /// # Safety
+    ///
+    /// The arguments of a netdev notifier call: `info` is a
+    /// `netdev_notifier_info` whose device is alive for the call.
     unsafe extern "C" fn call(
         _nb: *mut bindings::notifier_block,
         event: kernel::ffi::c_ulong,

@@ -47,7 +47,6 @@ macro_rules! core_object {
             ///
             /// `ptr` must be an object the core allocated with this type's size
             /// whose data is initialised, alive for `'a`.
-            #[allow(dead_code)]
             pub(crate) unsafe fn from_raw<'a>(ptr: *mut $cty) -> &'a Self {
                 const { assert!(core::mem::offset_of!(Self, ib) == 0) };
                 // CAST: The C object is the first field of this `#[repr(C)]` type.
@@ -104,12 +103,3 @@ core_object!(
     /// A memory window (allocated by the core).
     Mw, bindings::ib_mw, Mw
 );
-
-impl<T: Driver> Mw<T> {
-    /// The window's rkey.
-    pub fn rkey(&self) -> u32 {
-        // SAFETY: Set at allocation; changed only by binds, which the driver
-        // serialises.
-        unsafe { (*self.as_raw()).rkey }
-    }
-}

@@ -7,9 +7,78 @@
 use super::{
     bindings,
     device::Driver,
-    object::{Cq, Qp, Srq},
+    object::{Cq, Pd, Qp, Srq},
+    udata::Udata,
+    wr::{RecvWr, SendWr},
 };
 use crate::logic::qp::{Av, QpAttrs, QpCap, QpState};
+use kernel::{error::from_result, prelude::*};
+
+/// The operations on a queue pair, implemented by the driver's QP data
+/// ([`Driver::Qp`]). The data is dropped when the QP is destroyed.
+#[vtable]
+pub trait QpOps<T: Driver>: Sized + Send + Sync {
+    /// A new QP in `pd`. Returns its data, its number and the capacities
+    /// it has (at least those asked for), which go back to the caller.
+    fn create_qp(
+        _pd: &Pd<T>,
+        _init: &QpInit,
+        _udata: Option<&Udata>,
+    ) -> Result<(Self, u32, QpCap)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes `mask` names to the values in `attrs`;
+    /// `cur` is the current state the caller claims (`IB_QP_CUR_STATE`).
+    fn modify_qp(
+        _qp: &Qp<T>,
+        _attrs: &QpAttrs,
+        _cur: Option<QpState>,
+        _mask: u32,
+        _udata: Option<&Udata>,
+    ) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The QP's attributes, capacities and whether all sends signal.
+    fn query_qp(_qp: &Qp<T>) -> Result<(QpAttrs, QpCap, bool)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Asked before a QP is destroyed; an error keeps it. Its data is
+    /// dropped after `Ok`.
+    fn destroy_qp(_qp: &Qp<T>) -> Result {
+        Ok(())
+    }
+
+    /// A kernel send work request (one of a posted list), on a kernel QP.
+    /// May be called in atomic context: must not sleep.
+    fn post_send_kernel(_qp: &Qp<T>, _wr: &SendWr<'_, T>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// The user doorbell (`post_send` with no work requests): process the
+    /// send queue up to the producer index.
+    fn post_send_user(_qp: &Qp<T>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A kernel receive work request, on a kernel QP. Must not sleep.
+    fn post_recv(_qp: &Qp<T>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// Attaches a UD QP to the multicast group `gid` (the core checked the
+    /// QP type and the address).
+    fn attach_mcast(_qp: &Qp<T>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Detaches a QP from a multicast group.
+    fn detach_mcast(_qp: &Qp<T>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
 
 /// `enum ib_qp_type`, the kinds rrxe knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +105,7 @@ impl QpType {
             bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
             bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
             bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
-            t => Self::Other(t as u32),
+            t => Self::Other(t),
         }
     }
 }
@@ -139,11 +208,12 @@ pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr, with_sgid: bool) -> Av {
             a.__bindgen_anon_1.roce.as_ref().dmac,
         )
     };
-    // SAFETY: The core resolves and references the source GID attribute
-    // for the call (or leaves it null); `raw` covers the GID union.
     let sgid = if with_sgid {
-        // SAFETY: As above.
-        unsafe { a.grh.sgid_attr.as_ref() }.map_or([0; 16], |g| unsafe { *g.gid.raw.as_ref() })
+        // SAFETY: The core resolves and references the source GID attribute
+        // for the call (or leaves it null).
+        let attr = unsafe { a.grh.sgid_attr.as_ref() };
+        // SAFETY: `raw` covers the whole GID union.
+        attr.map_or([0; 16], |g| unsafe { *g.gid.raw.as_ref() })
     } else {
         [0; 16]
     };
@@ -228,7 +298,7 @@ pub(crate) fn attrs_to_raw(v: &QpAttrs, cap: &QpCap, out: &mut bindings::ib_qp_a
     out.rq_psn = v.rq_psn;
     out.sq_psn = v.sq_psn;
     out.dest_qp_num = v.dest_qp_num;
-    out.qp_access_flags = v.qp_access_flags as _;
+    out.qp_access_flags = v.qp_access_flags as c_int;
     cap_to_raw(cap, &mut out.cap);
     av_to_raw(&v.av, &mut out.ah_attr);
     av_to_raw(&v.alt_av, &mut out.alt_ah_attr);
@@ -277,9 +347,9 @@ impl<T: Driver> Qp<T> {
     }
 
     /// The PD the QP belongs to.
-    pub fn pd(&self) -> &super::object::Pd<T> {
+    pub fn pd(&self) -> &Pd<T> {
         // SAFETY: Set by the core before creation; the PD outlives the QP.
-        unsafe { super::object::Pd::from_raw((*self.as_raw()).pd) }
+        unsafe { Pd::from_raw((*self.as_raw()).pd) }
     }
 
     /// The send CQ (set by the core once the QP is created).
@@ -304,4 +374,240 @@ impl<T: Driver> Qp<T> {
                 .map(|c| Cq::from_raw(core::ptr::from_ref(c).cast_mut()))
         }
     }
+}
+
+/// The `create_qp` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `create_qp` call on a device of `T`: a
+/// zeroed QP of `size_ib_qp` bytes with `device`, `pd` and `qp_type` set,
+/// the request, and the command's udata (null for kernel QPs), for the
+/// call.
+pub(super) unsafe extern "C" fn create_qp_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core passes a zeroed QP of `size_ib_qp` bytes with
+        // `device`, `pd` and `qp_type` set, the request, and the
+        // command's udata (null for kernel QPs), valid for the call.
+        let (pd, mut req, udata) = unsafe {
+            (
+                Pd::<T>::from_raw((*qp).pd),
+                QpInit::from_raw(init),
+                Udata::from_raw(udata),
+            )
+        };
+        req.handle = qp as usize;
+        let (data, qpn, cap) = T::Qp::create_qp(pd, &req, udata)?;
+        // SAFETY: As above; the data part is uninitialised and ours, and
+        // the request's capacities are reported back to the caller.
+        unsafe {
+            Qp::<T>::init_data(qp, data);
+            (*qp).qp_num = qpn;
+            cap_to_raw(&cap, &mut (*init).cap);
+        }
+        Ok(0)
+    })
+}
+
+/// The `modify_qp` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `modify_qp` call: a live QP of `T`, the
+/// attributes and the command's udata (or null), for the call.
+pub(super) unsafe extern "C" fn modify_qp_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    mask: c_int,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of this device, the attributes and the udata
+        // of the call.
+        let (q, a, udata) = unsafe { (Qp::<T>::from_raw(qp), &*attr, Udata::from_raw(udata)) };
+        let (attrs, cur, _cap) = attrs_from_raw(a, mask as u32).ok_or(EINVAL)?;
+        T::Qp::modify_qp(q, &attrs, cur, mask as u32, udata)?;
+        Ok(0)
+    })
+}
+
+/// The `query_qp` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `query_qp` call: a live QP of `T` and the
+/// two structures to fill, for the call.
+pub(super) unsafe extern "C" fn query_qp_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    _mask: c_int,
+    init: *mut bindings::ib_qp_init_attr,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of this device.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        let (attrs, cap, sig_all) = T::Qp::query_qp(q)?;
+        // SAFETY: The core passes output structures for the call; the
+        // QP's C fields are fixed after creation.
+        unsafe {
+            attrs_to_raw(&attrs, &cap, &mut *attr);
+            let i = &mut *init;
+            i.qp_type = (*qp).qp_type;
+            i.send_cq = (*qp).send_cq;
+            i.recv_cq = (*qp).recv_cq;
+            i.srq = (*qp).srq;
+            i.event_handler = (*qp).event_handler;
+            i.qp_context = (*qp).qp_context;
+            i.port_num = (*qp).port;
+            i.sq_sig_type = if sig_all {
+                bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+            } else {
+                bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+            };
+            cap_to_raw(&cap, &mut i.cap);
+        }
+        Ok(0)
+    })
+}
+
+/// The `destroy_qp` op: the driver may refuse; its data is dropped after
+/// it agrees.
+///
+/// # Safety
+///
+/// `qp` must be a QP of `T` for which `create_qp` succeeded and that has
+/// not been destroyed, passed by the core's `destroy_qp` call.
+pub(super) unsafe extern "C" fn destroy_qp_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of this device, created by `create_qp`.
+        T::Qp::destroy_qp(unsafe { Qp::<T>::from_raw(qp) })?;
+        // SAFETY: As above; the core frees the QP after success and
+        // the data is not used again.
+        unsafe { Qp::<T>::drop_data(qp) };
+        Ok(0)
+    })
+}
+
+/// The `post_send` op: a list of kernel work requests, each in turn until
+/// one fails (reported through `bad`), or with no list the user doorbell.
+///
+/// # Safety
+///
+/// The arguments of an `ib_post_send` call (or of the uverbs doorbell,
+/// with a null `wr`): a live QP of `T`, a list of valid work requests of
+/// the types the QP type and their opcodes imply, with AHs of `T`, and a
+/// valid or null `bad`, for the call.
+pub(super) unsafe extern "C" fn post_send_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_send_wr,
+    bad: *mut *const bindings::ib_send_wr,
+) -> c_int {
+    if !wr.is_null() {
+        // SAFETY: A live QP of this device.
+        let (q, ud) = unsafe {
+            let t = (*qp).qp_type;
+            (
+                Qp::<T>::from_raw(qp),
+                t == bindings::ib_qp_type_IB_QPT_UD || t == bindings::ib_qp_type_IB_QPT_GSI,
+            )
+        };
+        let mut cur = wr;
+        while !cur.is_null() {
+            // SAFETY: The poster's list: each entry valid for the call,
+            // embedded in the type its QP type and opcode imply; AHs
+            // of UD requests belong to this device.
+            let w = unsafe { SendWr::<T>::from_raw(cur, ud) };
+            if let Err(e) = T::Qp::post_send_kernel(q, &w) {
+                if !bad.is_null() {
+                    // SAFETY: The caller's output pointer.
+                    unsafe { *bad = cur };
+                }
+                return e.to_errno();
+            }
+            // SAFETY: As above.
+            cur = unsafe { (*cur).next };
+        }
+        return 0;
+    }
+    from_result(|| {
+        // SAFETY: A live QP of this device.
+        T::Qp::post_send_user(unsafe { Qp::<T>::from_raw(qp) })?;
+        Ok(0)
+    })
+}
+
+/// The `post_recv` op: each work request of the list in turn, until one
+/// fails (it is reported through `bad`).
+///
+/// # Safety
+///
+/// The arguments of an `ib_post_recv` call: a live QP of `T`, a list of
+/// valid work requests and a valid or null `bad`, for the call.
+pub(super) unsafe extern "C" fn post_recv_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: A live QP of this device.
+    let q = unsafe { Qp::<T>::from_raw(qp) };
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: The poster's list, each entry valid for the call.
+        let w = unsafe { RecvWr::from_raw(cur) };
+        if let Err(e) = T::Qp::post_recv(q, &w) {
+            if !bad.is_null() {
+                // SAFETY: The caller's output pointer.
+                unsafe { *bad = cur };
+            }
+            return e.to_errno();
+        }
+        // SAFETY: As above.
+        cur = unsafe { (*cur).next };
+    }
+    0
+}
+
+/// The `attach_mcast` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `attach_mcast` call: a live QP of `T` and
+/// the group's GID, for the call.
+pub(super) unsafe extern "C" fn attach_mcast_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of this device and the group's GID, for the
+        // call; `raw` covers the whole GID union.
+        let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
+        T::Qp::attach_mcast(q, &g)?;
+        Ok(0)
+    })
+}
+
+/// The `detach_mcast` op.
+///
+/// # Safety
+///
+/// As for [`attach_mcast_callback`].
+pub(super) unsafe extern "C" fn detach_mcast_callback<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: As in `attach_mcast_callback`.
+        let (q, g) = unsafe { (Qp::<T>::from_raw(qp), *(*gid).raw.as_ref()) };
+        T::Qp::detach_mcast(q, &g)?;
+        Ok(0)
+    })
 }

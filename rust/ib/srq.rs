@@ -2,7 +2,52 @@
 
 //! Shared receive queues: core-allocated `ib_srq` objects with driver data.
 
-use super::{bindings, device::Driver};
+use super::{
+    bindings,
+    device::Driver,
+    object::{Pd, Srq},
+    udata::Udata,
+    wr::RecvWr,
+};
+use kernel::{error::from_result, prelude::*};
+
+/// The operations on a shared receive queue, implemented by the driver's
+/// SRQ data ([`Driver::Srq`]). The data is dropped when the SRQ is
+/// destroyed.
+#[vtable]
+pub trait SrqOps<T: Driver>: Sized + Send + Sync {
+    /// A new SRQ in `pd`; returns its data and the attributes it has.
+    /// `this` is a handle to the SRQ being created, for raising its limit
+    /// event later.
+    fn create_srq(
+        _pd: &Pd<T>,
+        _init: &SrqInit,
+        _udata: Option<&Udata>,
+        _this: SrqRef<T>,
+    ) -> Result<(Self, SrqAttr)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Changes the attributes `mask` names.
+    fn modify_srq(_srq: &Srq<T>, _attr: SrqAttr, _mask: SrqMask, _udata: Option<&Udata>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The SRQ's attributes.
+    fn query_srq(_srq: &Srq<T>) -> Result<SrqAttr> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A kernel receive work request, on a kernel SRQ. Must not sleep.
+    fn post_srq_recv(_srq: &Srq<T>, _wr: &RecvWr<'_>) -> Result {
+        Err(EOPNOTSUPP)
+    }
+
+    /// The SRQ is being destroyed: called once, with the device alive, just
+    /// before its data is dropped. No event may reach the C object after
+    /// this returns.
+    fn destroy_srq(_srq: &Srq<T>) {}
+}
 
 /// `struct ib_srq_attr`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -114,4 +159,135 @@ impl<T: Driver> SrqRef<T> {
             }
         }
     }
+}
+
+/// The `create_srq` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `create_srq` call on a device of `T`: a
+/// zeroed SRQ of `size_ib_srq` bytes with `device` and `pd` set, the
+/// request, and the command's udata (null for kernel SRQs), for the call.
+pub(super) unsafe extern "C" fn create_srq_callback<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    init: *mut bindings::ib_srq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core passes a zeroed SRQ of `size_ib_srq` bytes
+        // with `device` and `pd` set, the request, and the command's
+        // udata (null for kernel SRQs), for the call.
+        let (pd, req, udata) = unsafe {
+            let i = &*init;
+            let req = SrqInit {
+                attr: SrqAttr::from_raw(&i.attr),
+                basic: i.srq_type == bindings::ib_srq_type_IB_SRQT_BASIC,
+            };
+            (Pd::<T>::from_raw((*srq).pd), req, Udata::from_raw(udata))
+        };
+        // SAFETY: The SRQ being created.
+        let this = unsafe { SrqRef::from_raw(srq) };
+        let (data, attr) = T::Srq::create_srq(pd, &req, udata, this)?;
+        // SAFETY: As above; the data part is uninitialised and ours; the
+        // attributes made go back in the request.
+        unsafe {
+            Srq::<T>::init_data(srq, data);
+            attr.to_raw(&mut (*init).attr);
+        }
+        Ok(0)
+    })
+}
+
+/// The `modify_srq` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `modify_srq` call: a live SRQ of `T`, its
+/// new attributes and the command's udata (or null), for the call.
+pub(super) unsafe extern "C" fn modify_srq_callback<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+    mask: bindings::ib_srq_attr_mask,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live SRQ of this device, its new attributes and the
+        // command's udata, for the call.
+        let (s, a, udata) = unsafe {
+            (
+                Srq::<T>::from_raw(srq),
+                SrqAttr::from_raw(&*attr),
+                Udata::from_raw(udata),
+            )
+        };
+        T::Srq::modify_srq(s, a, SrqMask::from_raw(mask), udata)?;
+        Ok(0)
+    })
+}
+
+/// The `query_srq` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `query_srq` call: a live SRQ of `T` and the
+/// attributes to fill, for the call.
+pub(super) unsafe extern "C" fn query_srq_callback<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live SRQ of this device and an output for the call.
+        let (s, out) = unsafe { (Srq::<T>::from_raw(srq), &mut *attr) };
+        T::Srq::query_srq(s)?.to_raw(out);
+        Ok(0)
+    })
+}
+
+/// The `destroy_srq` op.
+///
+/// # Safety
+///
+/// `srq` must be an SRQ of `T` for which `create_srq` succeeded, passed by
+/// the core once, before it frees the memory.
+pub(super) unsafe extern "C" fn destroy_srq_callback<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: `create_srq` succeeded for this SRQ, which is alive for the
+    // call.
+    T::Srq::destroy_srq(unsafe { Srq::<T>::from_raw(srq) });
+    // SAFETY: As above; called once, and the data is not used again.
+    unsafe { Srq::<T>::drop_data(srq) };
+    0
+}
+
+/// The `post_srq_recv` op: each work request of the list in turn, until
+/// one fails (it is reported through `bad`).
+///
+/// # Safety
+///
+/// The arguments of an `ib_post_srq_recv` call: a live SRQ of `T`, a list
+/// of valid work requests and a valid or null `bad`, for the call.
+pub(super) unsafe extern "C" fn post_srq_recv_callback<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: A live SRQ of this device.
+    let s = unsafe { Srq::<T>::from_raw(srq) };
+    let mut cur = wr;
+    while !cur.is_null() {
+        // SAFETY: The poster's list, each entry valid for the call.
+        let w = unsafe { RecvWr::from_raw(cur) };
+        if let Err(e) = T::Srq::post_srq_recv(s, &w) {
+            if !bad.is_null() {
+                // SAFETY: The caller's output pointer.
+                unsafe { *bad = cur };
+            }
+            return e.to_errno();
+        }
+        // SAFETY: As above.
+        cur = unsafe { (*cur).next };
+    }
+    0
 }

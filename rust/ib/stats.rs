@@ -4,7 +4,12 @@
 //! and `rdma statistic`). The names are rdma_rxe's, declared in the C
 //! helper file; [`Counter`] indexes them.
 
-use super::bindings;
+use super::{
+    bindings,
+    device::{Device, Driver},
+};
+use crate::logic::pma;
+use kernel::prelude::*;
 
 /// The counters, in the order of their names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,3 +53,96 @@ pub enum Counter {
 
 /// Number of counters.
 pub const NUM_COUNTERS: usize = bindings::rrxe_hw_counter_RRXE_NUM_COUNTERS as usize;
+
+/// The `alloc_hw_port_stats` op: a stats structure over the static name
+/// table.
+///
+/// # Safety
+///
+/// None beyond the C signature: the device and port are not used.
+pub(super) unsafe extern "C" fn alloc_hw_port_stats_callback(
+    _ib: *mut bindings::ib_device,
+    _port: u32,
+) -> *mut bindings::rdma_hw_stats {
+    // SAFETY: Allocates a stats structure over the static name table.
+    unsafe { bindings::rrxe_alloc_hw_port_stats() }
+}
+
+/// The `get_hw_stats` op: the port's counters, read from the driver.
+///
+/// # Safety
+///
+/// The arguments of the core's `get_hw_stats` call on a device of `T`: a
+/// live device and a stats structure from `alloc_hw_port_stats` (or
+/// null), for the call.
+pub(super) unsafe extern "C" fn get_hw_stats_callback<T: Driver>(
+    ib: *mut bindings::ib_device,
+    stats: *mut bindings::rdma_hw_stats,
+    port: u32,
+    _index: c_int,
+) -> c_int {
+    if port == 0 || stats.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: A live device of ours.
+    let values = T::hw_counters(unsafe { Device::<T>::from_raw(ib) }, port);
+    // SAFETY: `stats` came from `alloc_hw_port_stats`, so `value` has
+    // `NUM_COUNTERS` entries; the core holds its lock for the call.
+    unsafe {
+        let v = (*stats).value.as_mut_ptr();
+        for (i, x) in values.iter().enumerate() {
+            v.add(i).write(*x);
+        }
+    }
+    NUM_COUNTERS as c_int
+}
+
+/// The `process_mad` op: the performance management agent, answering
+/// PortCounters and ClassPortInfo MADs from the same counters.
+///
+/// # Safety
+///
+/// The arguments of a `process_mad` call on a device of `T` (from the MAD
+/// layer or sysfs): a live device and two distinct MADs (or nulls), for
+/// the call.
+pub(super) unsafe extern "C" fn process_mad_callback<T: Driver>(
+    ib: *mut bindings::ib_device,
+    _flags: c_int,
+    port: u32,
+    _wc: *const bindings::ib_wc,
+    _grh: *const bindings::ib_grh,
+    inp: *const bindings::ib_mad,
+    out: *mut bindings::ib_mad,
+    _out_size: *mut usize,
+    _out_pkey_index: *mut u16,
+) -> c_int {
+    const _: () = assert!(core::mem::size_of::<bindings::ib_mad>() == pma::MAD_SIZE);
+    if port != 1 || inp.is_null() || out.is_null() {
+        return bindings::ib_mad_result_IB_MAD_RESULT_FAILURE as c_int;
+    }
+    // SAFETY: A live device of ours.
+    let v = T::hw_counters(unsafe { Device::<T>::from_raw(ib) }, port);
+    let c = pma::PortCounters {
+        xmit_bytes: v[Counter::SentBytes as usize],
+        rcv_bytes: v[Counter::RcvdBytes as usize],
+        xmit_packets: v[Counter::SentPkts as usize],
+        rcv_packets: v[Counter::RcvdPkts as usize],
+        link_downed: v[Counter::LinkDowned as usize],
+    };
+    // SAFETY: The MAD layer and sysfs pass two distinct `ib_mad`s
+    // (256 bytes, checked above), valid for the call; bytes have no
+    // alignment or validity requirements.
+    let (i, o) = unsafe {
+        (
+            &*inp.cast::<[u8; pma::MAD_SIZE]>(),
+            &mut *out.cast::<[u8; pma::MAD_SIZE]>(),
+        )
+    };
+    match pma::answer(i, &c, o) {
+        pma::Answer::NotMine => bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS as c_int,
+        pma::Answer::Reply => {
+            (bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS
+                | bindings::ib_mad_result_IB_MAD_RESULT_REPLY) as c_int
+        }
+    }
+}

@@ -59,7 +59,7 @@ impl Udata {
         }
         // SAFETY: Live by the invariant.
         let inbuf = unsafe { (*self.as_raw()).inbuf };
-        let mut r = UserSlice::new(UserPtr::from_ptr(inbuf as *mut c_void), len).reader();
+        let mut r = UserSlice::new(UserPtr::from_ptr(inbuf.cast_mut()), len).reader();
         let v = r.read::<T>()?;
         self.check_zero_tail(&mut r, len - size)?;
         Ok(v)
@@ -116,9 +116,10 @@ impl Udata {
     pub fn no_io(this: Option<&Self>) -> Result {
         match this {
             None => Ok(()),
-            // SAFETY: `u` is live by the invariant.
             Some(u) => {
-                kernel::error::to_result(unsafe { bindings::rrxe_ib_no_udata_io(u.as_raw()) })
+                // SAFETY: `u` is live by the invariant.
+                let r = unsafe { bindings::rrxe_ib_no_udata_io(u.as_raw()) };
+                kernel::error::to_result(r)
             }
         }
     }

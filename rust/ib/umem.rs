@@ -99,16 +99,10 @@ impl Umem {
                 0,
                 addr as u64,
                 len,
-                access as _,
+                access as c_int,
             )
         };
-        // SAFETY: Checks an error-pointer value.
-        if unsafe { bindings::rrxe_is_err(p.cast()) } {
-            // SAFETY: As above.
-            return Err(Error::from_errno(
-                unsafe { bindings::rrxe_ptr_err(p.cast()) } as i32,
-            ));
-        }
+        let p = kernel::error::from_err_ptr(p)?;
         // INVARIANT: A valid umem from `ib_umem_get`.
         Ok(Self {
             umem: NonNull::new(p).ok_or(ENOMEM)?,

@@ -113,7 +113,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
         }
         // SAFETY: `raw` is the first field of an `ib_ud_wr` (the type
         // invariant), valid for `'a`.
-        let u = unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_ud_wr>() };
+        let u = unsafe { &*core::ptr::from_ref(self.raw).cast::<bindings::ib_ud_wr>() };
         if u.ah.is_null() {
             return None;
         }
@@ -134,8 +134,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
         }
         // SAFETY: `raw` is the first field of an `ib_rdma_wr` (the type
         // invariant), valid for `'a`.
-        let r =
-            unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_rdma_wr>() };
+        let r = unsafe { &*core::ptr::from_ref(self.raw).cast::<bindings::ib_rdma_wr>() };
         Some((r.remote_addr, r.rkey))
     }
 
@@ -148,8 +147,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
         // SAFETY: The core builds every `IB_WR_REG_MR` request as an
         // `ib_reg_wr`, whose first field is this `ib_send_wr`, valid for
         // `'a`.
-        let r =
-            unsafe { &*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_reg_wr>() };
+        let r = unsafe { &*core::ptr::from_ref(self.raw).cast::<bindings::ib_reg_wr>() };
         if r.mr.is_null() {
             return None;
         }
@@ -195,9 +193,8 @@ impl<'a> RecvWr<'a> {
     /// `wr` must be valid for `'a`.
     pub(crate) unsafe fn from_raw(wr: *const bindings::ib_recv_wr) -> Self {
         // SAFETY: The caller's promise.
-        Self {
-            raw: unsafe { &*wr },
-        }
+        let raw = unsafe { &*wr };
+        Self { raw }
     }
 
     /// The work request id (or `wr_cqe`).

@@ -7,7 +7,7 @@
 //! in its work requests).
 
 use crate::ib::{
-    ah::AhInit,
+    ah::{AhInit, AhOps},
     object::{Ah, Pd},
     udata::Udata,
 };
@@ -31,21 +31,14 @@ pub struct AhShared {
 pub struct RrxeAh {
     /// The AH.
     pub shared: Arc<AhShared>,
-    dev: *const RrxeDev,
 }
 
-// SAFETY: `dev` points to device data that outlives every AH and whose
-// table is thread-safe.
-unsafe impl Send for RrxeAh {}
-// SAFETY: See above.
-unsafe impl Sync for RrxeAh {}
-
-impl Drop for RrxeAh {
-    fn drop(&mut self) {
+impl RrxeAh {
+    /// Takes the AH out of `dev`'s table.
+    fn unlink(&self, dev: &RrxeDev) {
         // Kernel AHs (number 0) are in no table.
         if self.shared.num != 0 {
-            // SAFETY: See the `Send` impl.
-            unsafe { (*self.dev).ah_pool().remove(self.shared.num) };
+            dev.ah_pool().remove(self.shared.num);
         }
     }
 }
@@ -61,67 +54,73 @@ pub(crate) struct CreateAhResp {
 // SAFETY: Two `u32`s, no padding.
 unsafe impl AsBytes for CreateAhResp {}
 
-/// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
-/// 1, with a resolved RoCEv2 source GID.
-pub fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
-    if !init.roce
-        || !init.grh
-        || init.av.port_num != 1
-        || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN
-    {
-        return Err(EINVAL);
+#[vtable]
+impl AhOps<Rrxe> for RrxeAh {
+    /// `destroy_ah`: the AH leaves the table.
+    fn destroy_ah(ah: &Ah<Rrxe>) {
+        ah.data().unlink(ah.device().data());
     }
-    let sgid = init.sgid.ok_or(EINVAL)?;
-    if !sgid.roce_v2 {
-        return Err(EINVAL);
-    }
-    let dev = pd.device().data();
-    let pd_id = pd as *const _ as usize;
-    let Some(u) = udata else {
-        // A kernel AH: kernel work requests name it by pointer, so it needs
-        // no number and no table slot; it may be made in atomic context.
-        let flags = if init.sleepable {
-            GFP_KERNEL
-        } else {
-            GFP_ATOMIC
+
+    /// `create_ah`/`create_user_ah`: a RoCE address vector with a GRH, on port
+    /// 1, with a resolved RoCEv2 source GID.
+    fn create_ah(pd: &Pd<Rrxe>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
+        if !init.roce
+            || !init.grh
+            || init.av.port_num != 1
+            || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN
+        {
+            return Err(EINVAL);
+        }
+        let sgid = init.sgid.ok_or(EINVAL)?;
+        if !sgid.roce_v2 {
+            return Err(EINVAL);
+        }
+        let dev = pd.device().data();
+        let pd_id = core::ptr::from_ref(pd) as usize;
+        let Some(u) = udata else {
+            // A kernel AH: kernel work requests name it by pointer, so it needs
+            // no number and no table slot; it may be made in atomic context.
+            let flags = if init.sleepable {
+                GFP_KERNEL
+            } else {
+                GFP_ATOMIC
+            };
+            let shared = Arc::new(
+                AhShared {
+                    num: 0,
+                    pd: pd_id,
+                    av: init.av,
+                    sgid: sgid.gid,
+                },
+                flags,
+            )?;
+            return Ok(RrxeAh { shared });
         };
-        let shared = Arc::new(
-            AhShared {
-                num: 0,
-                pd: pd_id,
-                av: init.av,
-                sgid: sgid.gid,
-            },
-            flags,
-        )?;
-        return Ok(RrxeAh { shared, dev });
-    };
-    let (num, shared) = dev.ah_pool().insert(|num| {
-        Ok(Arc::new(
-            AhShared {
-                num,
-                pd: pd_id,
-                av: init.av,
-                sgid: sgid.gid,
-            },
-            GFP_KERNEL,
-        )?)
-    })?;
-    let ah = RrxeAh { shared, dev };
-    let udata = Some(u);
-    if let Some(u) = udata {
+        let (num, shared) = dev.ah_pool().insert(|num| {
+            Ok(Arc::new(
+                AhShared {
+                    num,
+                    pd: pd_id,
+                    av: init.av,
+                    sgid: sgid.gid,
+                },
+                GFP_KERNEL,
+            )?)
+        })?;
+        let ah = RrxeAh { shared };
         if u.outlen() >= core::mem::size_of::<CreateAhResp>() {
-            // On failure `ah` is dropped and leaves the table.
-            u.write_out(&CreateAhResp {
+            let resp = CreateAhResp {
                 ah_num: num,
                 reserved: 0,
-            })?;
+            };
+            // On failure the AH leaves the table again.
+            u.write_out(&resp).inspect_err(|_| ah.unlink(dev))?;
         }
+        Ok(ah)
     }
-    Ok(ah)
-}
 
-/// `query_ah`.
-pub fn query_ah(ah: &Ah<Rrxe>) -> Result<Av> {
-    Ok(ah.data().shared.av)
+    /// `query_ah`.
+    fn query_ah(ah: &Ah<Rrxe>) -> Result<Av> {
+        Ok(ah.data().shared.av)
+    }
 }

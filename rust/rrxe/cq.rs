@@ -10,7 +10,7 @@
 //! bounds. A kernel CQ is a private ring of completions.
 
 use crate::ib::{
-    cq::{CqAttr, CqRef, NotifyArm, NotifyFlags, WcOut},
+    cq::{CqAttr, CqOps, CqRef, NotifyArm, NotifyFlags, WcOut},
     device::Device,
     object::{Cq, Ucontext},
     udata::Udata,
@@ -20,7 +20,7 @@ use crate::logic::{
     ring::{self, Geometry},
 };
 use crate::rrxe::{
-    device::{Rrxe, RrxeDev},
+    device::Rrxe,
     queue::{MmapInfo, Role, UserRing},
 };
 use core::sync::atomic::Ordering;
@@ -37,7 +37,6 @@ const MAX_RING_BYTES: usize = ring::HDR_SIZE + (1 << 22);
 enum Ring {
     User {
         ring: UserRing,
-        uc: *const Ucontext<Rrxe>,
     },
     Kernel {
         slots: KVec<Wc>,
@@ -60,34 +59,22 @@ pub struct CqShared {
     inner: Pin<KBox<SpinLock<Inner>>>,
 }
 
-// SAFETY: `uc` in the ring points to the context that owns the CQ, which
-// outlives it (the core destroys a context's objects first); the CQ handle
-// is used only under the lock while set. Everything is behind the lock.
-unsafe impl Send for CqShared {}
-// SAFETY: See above.
-unsafe impl Sync for CqShared {}
-
 /// A completion queue as the core holds it.
 pub struct RrxeCq {
     /// The state.
     pub shared: Arc<CqShared>,
-    dev: *const RrxeDev,
 }
 
-// SAFETY: `dev` points to device data that outlives the CQ and is only
-// used for an atomic counter.
-unsafe impl Send for RrxeCq {}
-// SAFETY: See above.
-unsafe impl Sync for RrxeCq {}
-
-impl Drop for RrxeCq {
-    fn drop(&mut self) {
+#[vtable]
+impl CqOps<Rrxe> for RrxeCq {
+    /// `destroy_cq`: the C object goes; the ring goes back to its context.
+    fn destroy_cq(cq: &Cq<Rrxe>) {
         // The C object goes after this: no notification may reach it. A
         // user ring goes back to its context now (a QP that another thread
         // still holds may keep this state alive), and is freed outside the
         // lock.
         let ring = {
-            let mut g = self.shared.inner.lock();
+            let mut g = cq.data().shared.inner.lock();
             g.cq = None;
             match &mut g.ring {
                 Ring::User { ring, .. } => Some(ring.release()),
@@ -95,81 +82,184 @@ impl Drop for RrxeCq {
             }
         };
         drop(ring);
-        // SAFETY: See the `Send` impl.
-        unsafe { (*self.dev).cq_count().fetch_sub(1, Ordering::Relaxed) };
+        cq.device()
+            .data()
+            .cq_count()
+            .fetch_sub(1, Ordering::Relaxed);
     }
-}
 
-/// `create_cq`: checks the request as rxe does (a capacity of 1 up to
-/// `max_cqe`, no flags, a valid completion vector) and makes the ring.
-pub fn create_cq(
-    dev: &Device<Rrxe>,
-    attr: CqAttr,
-    user: Option<(&Ucontext<Rrxe>, Option<&Udata>)>,
-    this: CqRef<Rrxe>,
-) -> Result<(RrxeCq, u32)> {
-    let d = dev.data();
-    if attr.flags != 0 {
-        return Err(EOPNOTSUPP);
-    }
-    if attr.cqe == 0
-        || attr.cqe > d.attrs().max_cqe
-        || attr.comp_vector >= crate::ib::num_possible_cpus()
-    {
-        return Err(EINVAL);
-    }
-    if let Some((_, Some(u))) = user {
-        if u.outlen() < core::mem::size_of::<MmapInfo>() {
+    /// `create_cq`: checks the request as rxe does (a capacity of 1 up to
+    /// `max_cqe`, no flags, a valid completion vector) and makes the ring.
+    fn create_cq(
+        dev: &Device<Rrxe>,
+        attr: CqAttr,
+        user: Option<(&Ucontext<Rrxe>, Option<&Udata>)>,
+        this: CqRef<Rrxe>,
+    ) -> Result<(RrxeCq, u32)> {
+        let d = dev.data();
+        if attr.flags != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        if attr.cqe == 0
+            || attr.cqe > d.attrs().max_cqe
+            || attr.comp_vector >= crate::ib::num_possible_cpus()
+        {
             return Err(EINVAL);
         }
+        if let Some((_, Some(u))) = user {
+            if u.outlen() < core::mem::size_of::<MmapInfo>() {
+                return Err(EINVAL);
+            }
+        }
+        d.cq_count()
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < d.attrs().max_cq).then_some(n + 1)
+            })
+            .map_err(|_| ENOMEM)?;
+        // From here the count is released by `RrxeCq`'s drop, or below.
+        let ring = match user {
+            Some((uc, udata)) => UserRing::new(
+                uc,
+                Role::KernelProduces,
+                attr.cqe,
+                ring::CQE_SIZE,
+                MAX_RING_BYTES,
+            )
+            .and_then(|r| {
+                if let Some(u) = udata {
+                    u.write_out(&r.mmap_info())?;
+                }
+                Ok(Ring::User { ring: r })
+            }),
+            None => kernel_ring(attr.cqe),
+        };
+        let ring = match ring {
+            Ok(r) => r,
+            Err(e) => {
+                d.cq_count().fetch_sub(1, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        let cqe = match &ring {
+            Ring::User { ring, .. } => ring.geometry().index_mask,
+            Ring::Kernel { geo, .. } => geo.index_mask,
+        };
+        let shared = KBox::pin_init(
+            new_spinlock!(
+                Inner {
+                    ring,
+                    arm: None,
+                    cq: Some(this)
+                },
+                "rrxe::CqShared::inner"
+            ),
+            GFP_KERNEL,
+        )
+        .and_then(|inner| Ok(Arc::new(CqShared { inner }, GFP_KERNEL)?));
+        match shared {
+            Ok(shared) => Ok((RrxeCq { shared }, cqe)),
+            Err(e) => {
+                d.cq_count().fetch_sub(1, Ordering::Relaxed);
+                Err(e)
+            }
+        }
     }
-    d.cq_count()
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-            (n < d.attrs().max_cq).then_some(n + 1)
-        })
-        .map_err(|_| ENOMEM)?;
-    // From here the count is released by `RrxeCq`'s drop, or below.
-    let ring = match user {
-        Some((uc, udata)) => UserRing::new(
+
+    /// `resize_cq` (user CQs): a new ring with the unconsumed entries, whose
+    /// mmap info goes back to userspace. `EINVAL` above `max_cqe` or below the
+    /// entries waiting.
+    fn resize_cq(cq: &Cq<Rrxe>, cqe: u32, udata: Option<&Udata>) -> Result<u32> {
+        let d = cq.device().data();
+        if cqe == 0 || cqe > d.attrs().max_cqe {
+            return Err(EINVAL);
+        }
+        if let Some(u) = udata {
+            if u.outlen() < core::mem::size_of::<MmapInfo>() {
+                return Err(EINVAL);
+            }
+        }
+        let sh = &cq.data().shared;
+        // Kernel CQs are not resized. A user CQ's new ring, allocated
+        // without the lock, belongs to the context of the command, which
+        // owns the CQ.
+        if let Ring::Kernel { .. } = &sh.inner.lock().ring {
+            return Err(EOPNOTSUPP);
+        }
+        let uc = udata.ok_or(EINVAL)?.ucontext::<Rrxe>();
+        let mut new = UserRing::new(
             uc,
             Role::KernelProduces,
-            attr.cqe,
+            cqe,
             ring::CQE_SIZE,
             MAX_RING_BYTES,
-        )
-        .and_then(|r| {
-            if let Some(u) = udata {
-                u.write_out(&r.mmap_info())?;
-            }
-            Ok(Ring::User { ring: r, uc })
-        }),
-        None => kernel_ring(attr.cqe),
-    };
-    let ring = match ring {
-        Ok(r) => r,
-        Err(e) => {
-            d.cq_count().fetch_sub(1, Ordering::Relaxed);
-            return Err(e);
+        )?;
+        let n = new.geometry().index_mask;
+        let mi = new.mmap_info();
+        let mut buf = [0u8; ring::CQE_SIZE as usize];
+        let old = {
+            let mut g = sh.inner.lock();
+            let Ring::User { ring, .. } = &mut g.ring else {
+                return Err(EOPNOTSUPP);
+            };
+            ring.transfer_into(&mut new, &mut buf)?;
+            core::mem::replace(ring, new)
+        };
+        // Unlocked: copying to userspace may fault. The process learns the new
+        // ring's place from this; its mapping of the old one keeps its pages
+        // until it unmaps them (the old ring is freed here, outside the lock).
+        drop(old);
+        if let Some(u) = udata {
+            u.write_out(&mi)?;
         }
-    };
-    let cqe = match &ring {
-        Ring::User { ring, .. } => ring.geometry().index_mask,
-        Ring::Kernel { geo, .. } => geo.index_mask,
-    };
-    let shared = KBox::pin_init(
-        new_spinlock!(Inner {
-            ring,
-            arm: None,
-            cq: Some(this)
-        }),
-        GFP_KERNEL,
-    )
-    .and_then(|inner| Ok(Arc::new(CqShared { inner }, GFP_KERNEL)?));
-    match shared {
-        Ok(shared) => Ok((RrxeCq { shared, dev: d }, cqe)),
-        Err(e) => {
-            d.cq_count().fetch_sub(1, Ordering::Relaxed);
-            Err(e)
+        Ok(n)
+    }
+
+    /// `req_notify_cq`: arms for the next (or next solicited) completion; a
+    /// next-completion arm is not weakened by a later solicited one.
+    fn req_notify_cq(cq: &Cq<Rrxe>, flags: NotifyFlags) -> Result<bool> {
+        let mut g = cq.data().shared.inner.lock();
+        match (g.arm, flags.arm) {
+            (_, Some(NotifyArm::Next)) => g.arm = Some(NotifyArm::Next),
+            (None, Some(NotifyArm::Solicited)) => g.arm = Some(NotifyArm::Solicited),
+            _ => {}
+        }
+        let waiting = match &g.ring {
+            Ring::User { ring, .. } => ring.pending() != 0,
+            Ring::Kernel {
+                geo, prod, cons, ..
+            } => geo.count(*prod, *cons) != 0,
+        };
+        Ok(flags.report_missed && waiting)
+    }
+
+    /// `poll_cq` (kernel CQs).
+    fn poll_cq(cq: &Cq<Rrxe>, out: &mut WcOut<'_>) {
+        let mut g = cq.data().shared.inner.lock();
+        if let Ring::Kernel {
+            slots,
+            geo,
+            prod,
+            cons,
+        } = &mut g.ring
+        {
+            while *cons != *prod && out.room() > 0 {
+                let Some(wc) = slots.get(*cons as usize) else {
+                    break;
+                };
+                out.push(wc);
+                *cons = geo.next(*cons);
+            }
+        }
+    }
+
+    /// `peek_cq` (kernel CQs).
+    fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
+        let g = cq.data().shared.inner.lock();
+        match &g.ring {
+            Ring::Kernel {
+                geo, prod, cons, ..
+            } => geo.count(*prod, *cons).min(n),
+            Ring::User { .. } => 0,
         }
     }
 }
@@ -188,111 +278,13 @@ fn kernel_ring(entries: u32) -> Result<Ring> {
     })
 }
 
-/// `resize_cq` (user CQs): a new ring with the unconsumed entries, whose
-/// mmap info goes back to userspace. `EINVAL` above `max_cqe` or below the
-/// entries waiting.
-pub fn resize_cq(cq: &Cq<Rrxe>, cqe: u32, udata: Option<&Udata>) -> Result<u32> {
-    let d = cq.device().data();
-    if cqe == 0 || cqe > d.attrs().max_cqe {
-        return Err(EINVAL);
-    }
-    if let Some(u) = udata {
-        if u.outlen() < core::mem::size_of::<MmapInfo>() {
-            return Err(EINVAL);
-        }
-    }
-    let sh = &cq.data().shared;
-    // Shape and owner of the current ring, then the new ring, allocated
-    // without the lock.
-    let uc = match &sh.inner.lock().ring {
-        Ring::User { uc, .. } => *uc,
-        Ring::Kernel { .. } => return Err(EOPNOTSUPP),
-    };
-    // SAFETY: The owning context outlives the CQ (see `CqShared`).
-    let mut new = UserRing::new(
-        unsafe { &*uc },
-        Role::KernelProduces,
-        cqe,
-        ring::CQE_SIZE,
-        MAX_RING_BYTES,
-    )?;
-    let n = new.geometry().index_mask;
-    let mi = new.mmap_info();
-    let mut buf = [0u8; ring::CQE_SIZE as usize];
-    let old = {
-        let mut g = sh.inner.lock();
-        let Ring::User { ring, .. } = &mut g.ring else {
-            return Err(EOPNOTSUPP);
-        };
-        ring.transfer_into(&mut new, &mut buf)?;
-        core::mem::replace(ring, new)
-    };
-    // Unlocked: copying to userspace may fault. The process learns the new
-    // ring's place from this; its mapping of the old one keeps its pages
-    // until it unmaps them (the old ring is freed here, outside the lock).
-    drop(old);
-    if let Some(u) = udata {
-        u.write_out(&mi)?;
-    }
-    Ok(n)
-}
-
-/// `req_notify_cq`: arms for the next (or next solicited) completion; a
-/// next-completion arm is not weakened by a later solicited one.
-pub fn req_notify_cq(cq: &Cq<Rrxe>, flags: NotifyFlags) -> Result<bool> {
-    let mut g = cq.data().shared.inner.lock();
-    match (g.arm, flags.arm) {
-        (_, Some(NotifyArm::Next)) => g.arm = Some(NotifyArm::Next),
-        (None, Some(NotifyArm::Solicited)) => g.arm = Some(NotifyArm::Solicited),
-        _ => {}
-    }
-    let waiting = match &g.ring {
-        Ring::User { ring, .. } => ring.pending() != 0,
-        Ring::Kernel {
-            geo, prod, cons, ..
-        } => geo.count(*prod, *cons) != 0,
-    };
-    Ok(flags.report_missed && waiting)
-}
-
-/// `poll_cq` (kernel CQs).
-pub fn poll_cq(cq: &Cq<Rrxe>, out: &mut WcOut<'_>) {
-    let mut g = cq.data().shared.inner.lock();
-    if let Ring::Kernel {
-        slots,
-        geo,
-        prod,
-        cons,
-    } = &mut g.ring
-    {
-        while *cons != *prod && out.room() > 0 {
-            let Some(wc) = slots.get(*cons as usize) else {
-                break;
-            };
-            out.push(wc);
-            *cons = geo.next(*cons);
-        }
-    }
-}
-
-/// `peek_cq` (kernel CQs).
-pub fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
-    let g = cq.data().shared.inner.lock();
-    match &g.ring {
-        Ring::Kernel {
-            geo, prod, cons, ..
-        } => geo.count(*prod, *cons).min(n),
-        Ring::User { .. } => 0,
-    }
-}
-
 /// Adds a completion; the data path's entry point. An armed CQ calls its
 /// handler (solicited-only arms fire for solicited and error completions);
 /// a full CQ raises `IB_EVENT_CQ_ERR` and the completion is lost (`ENOSPC`).
 /// A destroyed CQ takes nothing (`ENODEV`).
 pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
     let mut g = cq.inner.lock();
-    let Some(h) = g.cq.as_ref().map(|h| h as *const CqRef<Rrxe>) else {
+    let Some(h) = g.cq.as_ref().map(core::ptr::from_ref) else {
         return Err(ENODEV);
     };
     let ok = match &mut g.ring {

@@ -4,40 +4,29 @@
 //! and reactions to netdev events.
 
 use crate::ib::{
-    ah::AhInit,
     attr::{
         DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP,
         WIDTH_1X,
     },
-    cq::{CqAttr, CqRef, NotifyFlags, WcOut},
     device::{Device, Driver, NewDevice},
-    dm::{Dm, DmMrRequest, DmRequest},
     link::LinkHandler,
-    mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
     net::NetTicket,
     netdev::{Event, Handler, NetDev},
-    object::{Ah, Cq, Pd, Qp, Srq, Ucontext},
-    qp::QpInit,
-    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
     stats::{self, Counter},
-    udata::Udata,
-    wr::{RecvWr, SendWr},
 };
-use crate::logic::{
-    access::MwType,
-    guid, limits as l, mtu,
-    qp::{Av, QpAttrs, QpCap, QpState},
-};
+use crate::logic::{guid, limits as l, mtu};
 use crate::pr_err_ratelimited;
 use crate::rrxe::{
-    ah::{self, AhShared, RrxeAh},
-    cq::{self, RrxeCq},
-    dm::{self, RrxeDm},
-    mcast::{self, McastTable},
-    mr::{self, MwHandle, RrxeMr, RrxeMw},
+    ah::{AhShared, RrxeAh},
+    cq::RrxeCq,
+    dm::RrxeDm,
+    mcast::McastTable,
+    mr::RrxeMr,
+    mw::{MwHandle, RrxeMw},
+    pd::{RrxePd, RrxeUcontext},
     pool::Pool,
-    qp::{self, QpShared, RrxeQp},
-    srq::{self, RrxeSrq, SrqShared},
+    qp::{QpShared, RrxeQp},
+    srq::{RrxeSrq, SrqShared},
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{
@@ -65,8 +54,9 @@ pub struct RrxeDev {
     /// them).
     counters: [AtomicU64; stats::NUM_COUNTERS],
     /// Device memory in use, in bytes (whole pages), at most
-    /// `attrs.max_dm_size`.
-    dm_used: AtomicU64,
+    /// `attrs.max_dm_size`; shared with the allocations, which give their
+    /// share back when they go.
+    dm_used: Arc<AtomicU64>,
     /// Number of live CQs, bounded by `max_cq`.
     cqs: AtomicU32,
     /// Queue pairs, by number.
@@ -155,13 +145,18 @@ impl RrxeDev {
         &self.qps
     }
 
+    /// Number of live PDs.
+    pub fn pd_count(&self) -> &AtomicU32 {
+        &self.pds
+    }
+
     /// Number of live CQs.
     pub fn cq_count(&self) -> &AtomicU32 {
         &self.cqs
     }
 
     /// Device memory in use, in bytes.
-    pub fn dm_used(&self) -> &AtomicU64 {
+    pub fn dm_used(&self) -> &Arc<AtomicU64> {
         &self.dm_used
     }
 
@@ -176,17 +171,15 @@ impl RrxeDev {
     }
 }
 
-/// A user context. Objects that need mmap entries hang off it in later work.
-pub struct RrxeUcontext;
-
-/// The provider type: implements the `ib` layer's driver operations.
+/// The provider type: implements the `ib` layer's driver operations. Each
+/// object type implements its family's operations in its own file.
 pub struct Rrxe;
 
 #[vtable]
 impl Driver for Rrxe {
     type Data = RrxeDev;
     type Ucontext = RrxeUcontext;
-    type Pd = PdGuard;
+    type Pd = RrxePd;
     type Mr = Arc<RrxeMr>;
     type Mw = MwHandle;
     type Dm = RrxeDm;
@@ -249,201 +242,13 @@ impl Driver for Rrxe {
         })
     }
 
-    fn alloc_ucontext(_dev: &Device<Self>, _udata: Option<&Udata>) -> Result<RrxeUcontext> {
-        Ok(RrxeUcontext)
-    }
-
-    fn alloc_pd(dev: &Device<Self>, _udata: Option<&Udata>) -> Result<PdGuard> {
-        PdGuard::new(dev)
-    }
-
-    fn reg_user_mr(
-        pd: &Pd<Self>,
-        req: UserMrRequest,
-        udata: Option<&Udata>,
-    ) -> Result<(Arc<RrxeMr>, u32)> {
-        mr::reg_user_mr(pd, req, udata)
-    }
-
-    fn rereg_user_mr(
-        m: &Mr<Self>,
-        flags: ReregFlags,
-        req: UserMrRequest,
-        new_pd: &Pd<Self>,
-        _udata: Option<&Udata>,
-    ) -> Result<(Arc<RrxeMr>, u32)> {
-        mr::rereg_user_mr(m, flags, req, new_pd)
-    }
-
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
-        mr::get_dma_mr(pd, access)
-    }
-
-    fn alloc_mr(pd: &Pd<Self>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<RrxeMr>, u32)> {
-        mr::alloc_mr(pd, ty, max_num_sg)
-    }
-
-    fn map_mr_sg_start(m: &Mr<Self>, page_size: u32) -> Result {
-        mr::map_mr_sg_start(m, page_size)
-    }
-
-    fn map_mr_sg_page(m: &Mr<Self>, addr: u64) -> Result {
-        mr::map_mr_sg_page(m, addr)
-    }
-
-    fn map_mr_sg_done(m: &Mr<Self>, _n: u32, iova: u64, length: u64) {
-        mr::map_mr_sg_done(m, iova, length)
-    }
-
-    fn dereg_mr(m: &Mr<Self>) -> Result {
-        mr::dereg_mr(m)
-    }
-
-    fn alloc_mw(pd: &Pd<Self>, ty: MwType, udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
-        mr::alloc_mw(pd, ty, udata)
-    }
-
-    fn create_cq(
-        dev: &Device<Self>,
-        attr: CqAttr,
-        user: Option<(&Ucontext<Self>, Option<&Udata>)>,
-        this: CqRef<Self>,
-    ) -> Result<(RrxeCq, u32)> {
-        cq::create_cq(dev, attr, user, this)
-    }
-
-    fn resize_cq(c: &Cq<Self>, cqe: u32, udata: Option<&Udata>) -> Result<u32> {
-        cq::resize_cq(c, cqe, udata)
-    }
-
-    fn req_notify_cq(c: &Cq<Self>, flags: NotifyFlags) -> Result<bool> {
-        cq::req_notify_cq(c, flags)
-    }
-
-    fn poll_cq(c: &Cq<Self>, out: &mut WcOut<'_>) {
-        cq::poll_cq(c, out)
-    }
-
-    fn peek_cq(c: &Cq<Self>, n: u32) -> u32 {
-        cq::peek_cq(c, n)
-    }
-
-    fn create_ah(pd: &Pd<Self>, init: &AhInit, udata: Option<&Udata>) -> Result<RrxeAh> {
-        ah::create_ah(pd, init, udata)
-    }
-
-    fn query_ah(a: &Ah<Self>) -> Result<Av> {
-        ah::query_ah(a)
-    }
-
-    fn create_srq(
-        pd: &Pd<Self>,
-        init: &SrqInit,
-        udata: Option<&Udata>,
-        this: SrqRef<Self>,
-    ) -> Result<(RrxeSrq, SrqAttr)> {
-        srq::create_srq(pd, init, udata, this)
-    }
-
-    fn modify_srq(s: &Srq<Self>, attr: SrqAttr, mask: SrqMask, udata: Option<&Udata>) -> Result {
-        srq::modify_srq(s, attr, mask, udata)
-    }
-
-    fn query_srq(s: &Srq<Self>) -> Result<SrqAttr> {
-        srq::query_srq(s)
-    }
-
-    fn attach_mcast(q: &Qp<Self>, gid: &[u8; 16]) -> Result {
-        mcast::attach(q, gid)
-    }
-
-    fn detach_mcast(q: &Qp<Self>, gid: &[u8; 16]) -> Result {
-        mcast::detach(q, gid)
-    }
-
     fn hw_counters(dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
         let c = &dev.data().counters;
         core::array::from_fn(|i| c[i].load(Ordering::Relaxed))
     }
 
-    fn create_qp(
-        pd: &Pd<Self>,
-        init: &QpInit,
-        udata: Option<&Udata>,
-    ) -> Result<(RrxeQp, u32, QpCap)> {
-        qp::create_qp(pd, init, udata)
-    }
-
-    fn modify_qp(
-        q: &Qp<Self>,
-        attrs: &QpAttrs,
-        cur: Option<QpState>,
-        mask: u32,
-        _udata: Option<&Udata>,
-    ) -> Result {
-        qp::modify_qp(q, attrs, cur, mask)
-    }
-
-    fn query_qp(q: &Qp<Self>) -> Result<(QpAttrs, QpCap, bool)> {
-        qp::query_qp(q)
-    }
-
     fn rx_packet(dev: &Device<Self>, pkt: &[u8]) {
         crate::rrxe::net::rx(dev, pkt)
-    }
-
-    fn post_send_kernel(q: &Qp<Self>, wr: &SendWr<'_, Self>) -> Result {
-        qp::post_send_kernel(q, wr)
-    }
-
-    fn post_recv(q: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
-        qp::post_recv_kernel(q, wr)
-    }
-
-    fn post_srq_recv(s: &Srq<Self>, wr: &RecvWr<'_>) -> Result {
-        srq::post_srq_recv_kernel(s, wr)
-    }
-
-    fn post_send_user(q: &Qp<Self>) -> Result {
-        crate::rrxe::sq::post_send_user(q)
-    }
-
-    fn alloc_dm(uc: &Ucontext<Self>, req: DmRequest) -> Result<(RrxeDm, u64)> {
-        dm::alloc_dm(uc, req)
-    }
-
-    fn reg_dm_mr(pd: &Pd<Self>, d: &Dm<Self>, req: DmMrRequest) -> Result<(Arc<RrxeMr>, u32)> {
-        dm::reg_dm_mr(pd, d, req)
-    }
-}
-
-/// Counts a PD against the device's `max_pd` for as long as it lives.
-pub struct PdGuard {
-    dev: *const RrxeDev,
-}
-
-// SAFETY: `dev` points to device data that outlives every PD (the core
-// destroys all objects before `dealloc_driver`), and is only read atomically.
-unsafe impl Send for PdGuard {}
-// SAFETY: See above.
-unsafe impl Sync for PdGuard {}
-
-impl PdGuard {
-    fn new(dev: &Device<Rrxe>) -> Result<Self> {
-        let d = dev.data();
-        d.pds
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                (n < d.attrs.max_pd).then_some(n + 1)
-            })
-            .map_err(|_| ENOMEM)?;
-        Ok(Self { dev: d })
-    }
-}
-
-impl Drop for PdGuard {
-    fn drop(&mut self) {
-        // SAFETY: The device data outlives its PDs (see the `Send` impl).
-        unsafe { (*self.dev).pds.fetch_sub(1, Ordering::Relaxed) };
     }
 }
 
@@ -490,15 +295,15 @@ impl LinkHandler for Rrxe {
             active_mtu: AtomicU32::new(mtu::active_mtu(ndev.mtu()) as u32),
             pds: AtomicU32::new(0),
             counters: [const { AtomicU64::new(0) }; stats::NUM_COUNTERS],
-            dm_used: AtomicU64::new(0),
+            dm_used: Arc::new(AtomicU64::new(0), GFP_KERNEL)?,
             cqs: AtomicU32::new(0),
             qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
             ahs <- Pool::new(1, l::MAX_AH, l::MAX_AH),
             srqs <- Pool::new(l::MIN_SRQ_INDEX, l::MIN_SRQ_INDEX + l::MAX_SRQ - 1, l::MAX_SRQ),
-            mcast <- new_mutex!(McastTable::default()),
+            mcast <- new_mutex!(McastTable::default(), "rrxe::RrxeDev::mcast"),
             _net: ticket,
-            gsi <- new_spinlock!(None),
-            atomics <- new_mutex!(()),
+            gsi <- new_spinlock!(None, "rrxe::RrxeDev::gsi"),
+            atomics <- new_mutex!((), "rrxe::RrxeDev::atomics"),
         }? Error);
         let mut new = NewDevice::<Rrxe>::new(
             &<crate::RrxeModule as kernel::ModuleMetadata>::THIS_MODULE,

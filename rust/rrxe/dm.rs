@@ -9,41 +9,34 @@
 //! can name them and the offset can no longer be mapped.
 
 use crate::ib::{
-    dm::{Dm, DmMrRequest, DmRequest},
+    dm::{Dm, DmMrRequest, DmOps, DmRequest},
     mmap::UserMmapEntry,
     object::{Pd, Ucontext},
 };
 use crate::logic::{access, bounds::Range, dm as rules};
 use crate::rrxe::{
-    device::{Rrxe, RrxeDev},
+    device::Rrxe,
     mr::{self, MrMem, RrxeMr},
 };
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{page::PAGE_SHIFT, prelude::*, sync::Arc};
 
 /// The memory of one DM allocation.
 ///
 /// # Invariants
 ///
-/// `charged` bytes are counted in `(*dev).dm_used` while this exists; the
-/// mmap entry's buffer is at least `len` bytes.
+/// `charged` bytes are counted in `used` (the device's `dm_used`) while
+/// this exists; the mmap entry's buffer is at least `len` bytes.
 pub struct DmMem {
     entry: UserMmapEntry,
     len: u64,
     charged: u64,
-    dev: *const RrxeDev,
+    used: Arc<AtomicU64>,
 }
-
-// SAFETY: `dev` points to device data that outlives every DM and every MR
-// (the core destroys all objects before the device) and is only used for
-// an atomic; the entry is `Send + Sync`.
-unsafe impl Send for DmMem {}
-// SAFETY: See above.
-unsafe impl Sync for DmMem {}
 
 impl DmMem {
     /// The allocation's length as requested.
-    pub fn len(&self) -> u64 {
+    pub fn length(&self) -> u64 {
         self.len
     }
 
@@ -63,12 +56,7 @@ impl DmMem {
 
 impl Drop for DmMem {
     fn drop(&mut self) {
-        // SAFETY: The device data outlives its DMs (see the `Send` impl).
-        unsafe {
-            (*self.dev)
-                .dm_used()
-                .fetch_sub(self.charged, Ordering::Relaxed)
-        };
+        self.used.fetch_sub(self.charged, Ordering::Relaxed);
     }
 }
 
@@ -78,65 +66,69 @@ pub struct RrxeDm {
     pub mem: Arc<DmMem>,
 }
 
-/// `alloc_dm`: reserves `req.length` bytes (rounded up to pages) of the
-/// device's memory and makes them mappable by the calling process. Returns
-/// the mmap offset.
-pub fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
-    let dev = uc.device().data();
-    let max = dev.max_dm_size();
-    let charged =
-        rules::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(|e| match e {
-            rules::DmError::Off => EOPNOTSUPP,
-            rules::DmError::Invalid => EINVAL,
-        })?;
-    dev.dm_used()
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-            rules::reserve(used, charged, max)
-        })
-        .map_err(|_| ENOMEM)?;
-    // CAST: `charged <= max <= MAX_DM_SIZE`, which fits in `usize`.
-    let entry = match UserMmapEntry::new(uc, charged as usize) {
-        Ok(e) => e,
-        Err(e) => {
-            dev.dm_used().fetch_sub(charged, Ordering::Relaxed);
-            return Err(e);
-        }
-    };
-    let offset = entry.offset();
-    // INVARIANT: `charged` was reserved above; the buffer holds `charged`
-    // bytes, at least `length`.
-    let mem = DmMem {
-        entry,
-        len: req.length,
-        charged,
-        dev,
-    };
-    Ok((
-        RrxeDm {
-            mem: Arc::new(mem, GFP_KERNEL)?,
-        },
-        offset,
-    ))
-}
+#[vtable]
+impl DmOps<Rrxe> for RrxeDm {
+    /// `alloc_dm`: reserves `req.length` bytes (rounded up to pages) of the
+    /// device's memory and makes them mappable by the calling process. Returns
+    /// the mmap offset.
+    fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
+        let dev = uc.device().data();
+        let max = dev.max_dm_size();
+        let charged = rules::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(
+            |e| match e {
+                rules::DmError::Off => EOPNOTSUPP,
+                rules::DmError::Invalid => EINVAL,
+            },
+        )?;
+        dev.dm_used()
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                rules::reserve(used, charged, max)
+            })
+            .map_err(|_| ENOMEM)?;
+        // CAST: `charged <= max <= MAX_DM_SIZE`, which fits in `usize`.
+        let entry = match UserMmapEntry::new(uc, charged as usize) {
+            Ok(e) => e,
+            Err(e) => {
+                dev.dm_used().fetch_sub(charged, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        let offset = entry.offset();
+        // INVARIANT: `charged` was reserved above; the buffer holds `charged`
+        // bytes, at least `length`.
+        let mem = DmMem {
+            entry,
+            len: req.length,
+            charged,
+            used: dev.dm_used().clone(),
+        };
+        Ok((
+            RrxeDm {
+                mem: Arc::new(mem, GFP_KERNEL)?,
+            },
+            offset,
+        ))
+    }
 
-/// `reg_dm_mr`: a zero-based MR over `[offset, offset + length)` of `dm`.
-/// A zero length is allowed (the core allows it; the region then answers
-/// to no address).
-pub fn reg_dm_mr(pd: &Pd<Rrxe>, dm: &Dm<Rrxe>, req: DmMrRequest) -> Result<(Arc<RrxeMr>, u32)> {
-    access::check_kernel_mr_access(req.access).map_err(mr::access_err)?;
-    if req.access & access::ZERO_BASED == 0 {
-        return Err(EINVAL);
+    /// `reg_dm_mr`: a zero-based MR over `[offset, offset + length)` of `dm`.
+    /// A zero length is allowed (the core allows it; the region then answers
+    /// to no address).
+    fn reg_dm_mr(pd: &Pd<Rrxe>, dm: &Dm<Rrxe>, req: DmMrRequest) -> Result<(Arc<RrxeMr>, u32)> {
+        access::check_kernel_mr_access(req.access).map_err(mr::access_err)?;
+        if req.access & access::ZERO_BASED == 0 {
+            return Err(EINVAL);
+        }
+        let mem = &dm.data().mem;
+        // The core checked this; the copies below rely on it, so check again.
+        let end = req.offset.checked_add(req.length).ok_or(EINVAL)?;
+        if end > mem.length() {
+            return Err(EINVAL);
+        }
+        let range = Range::new(0, req.length).ok_or(EINVAL)?;
+        let backing = MrMem::Dm {
+            mem: mem.clone(),
+            offset: req.offset,
+        };
+        mr::insert_mr(pd, req.access, range, Arc::new(backing, GFP_KERNEL)?)
     }
-    let mem = &dm.data().mem;
-    // The core checked this; the copies below rely on it, so check again.
-    let end = req.offset.checked_add(req.length).ok_or(EINVAL)?;
-    if end > mem.len() {
-        return Err(EINVAL);
-    }
-    let range = Range::new(0, req.length).ok_or(EINVAL)?;
-    let backing = MrMem::Dm {
-        mem: mem.clone(),
-        offset: req.offset,
-    };
-    mr::insert_mr(pd, req.access, range, Arc::new(backing, GFP_KERNEL)?)
 }

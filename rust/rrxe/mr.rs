@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions and windows: registration, keys and lookups.
+//! Memory regions: registration, fast registration, copies, and the
+//! resolution of keys (an rkey may name a memory window, see `mw`).
 
 use crate::ib::{
-    mr::{FastRegType, Mr, ReregFlags, UserMrRequest},
+    mr::{FastRegType, Mr, MrOps, ReregFlags, UserMrRequest},
     object::Pd,
     udata::Udata,
     umem::{PageRef, Umem},
 };
 use crate::logic::{
-    access::{self, AccessError, MwType},
+    access::{self, AccessError},
     bounds::{Chunks, Range},
     keys, limits,
-    mw::{self, Binding, MwState, UseError},
 };
 use crate::rrxe::{device::Rrxe, dm::DmMem};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -134,35 +134,6 @@ pub struct RrxeMr {
     pub bound_mws: AtomicU32,
 }
 
-/// A memory window.
-#[pin_data]
-pub struct RrxeMw {
-    /// Index in the device's MW table.
-    pub index: u32,
-    /// The current rkey (binds change its low byte).
-    pub rkey: AtomicU32,
-    /// Window type.
-    pub ty: MwType,
-    /// The PD it belongs to, as an identity.
-    pub pd: usize,
-    /// State and binding, changed by binds and invalidations.
-    #[pin]
-    pub bind: SpinLock<MwBind>,
-}
-
-/// A window's state and what it is bound to.
-///
-/// # Invariants
-///
-/// While `binding` is `Some((mr, _))`, this window is counted in
-/// `mr.bound_mws`.
-pub struct MwBind {
-    /// Free, valid or invalid (see `logic::mw`).
-    pub state: MwState,
-    /// The MR and the range the window grants, once bound.
-    pub binding: Option<(Arc<RrxeMr>, Binding)>,
-}
-
 pub(crate) fn access_err(e: AccessError) -> Error {
     match e {
         AccessError::Invalid => EINVAL,
@@ -170,49 +141,217 @@ pub(crate) fn access_err(e: AccessError) -> Error {
     }
 }
 
-fn random_key8() -> u8 {
+pub(crate) fn random_key8() -> u8 {
     let mut b = [0u8; 1];
     crate::ib::random_bytes(&mut b);
     b[0]
 }
 
-/// `reg_user_mr`: pins the pages and enters the MR in the table.
-pub fn reg_user_mr(
-    pd: &Pd<Rrxe>,
-    req: UserMrRequest,
-    _udata: Option<&Udata>,
-) -> Result<(Arc<RrxeMr>, u32)> {
-    access::check_mr_access(req.access).map_err(access_err)?;
-    if req.length == 0 {
-        return Err(EINVAL);
+#[vtable]
+impl MrOps<Rrxe> for Arc<RrxeMr> {
+    /// `reg_user_mr`: pins the pages and enters the MR in the table.
+    fn reg_user_mr(
+        pd: &Pd<Rrxe>,
+        req: UserMrRequest,
+        _udata: Option<&Udata>,
+    ) -> Result<(Arc<RrxeMr>, u32)> {
+        access::check_mr_access(req.access).map_err(access_err)?;
+        if req.length == 0 {
+            return Err(EINVAL);
+        }
+        let iova = if req.access & access::ZERO_BASED != 0 {
+            0
+        } else {
+            req.iova
+        };
+        let range = Range::new(iova, req.length).ok_or(EINVAL)?;
+        let dev = pd.device();
+        // ib_umem_get refuses ON_DEMAND: an ODP MR is pinned like any other.
+        let umem = Umem::get(dev, req.start, req.length, req.access & !access::ON_DEMAND)?;
+        let pages = umem.pages()?;
+        let first_offset = umem.first_page_offset();
+        let mem = Arc::new(
+            MrMem::User {
+                _umem: umem,
+                pages,
+                first_offset,
+            },
+            GFP_KERNEL,
+        )?;
+        insert_mr(pd, req.access, range, mem)
     }
-    let iova = if req.access & access::ZERO_BASED != 0 {
-        0
-    } else {
-        req.iova
-    };
-    let range = Range::new(iova, req.length).ok_or(EINVAL)?;
-    let dev = pd.device();
-    // ib_umem_get refuses ON_DEMAND: an ODP MR is pinned like any other.
-    let umem = Umem::get(dev, req.start, req.length, req.access & !access::ON_DEMAND)?;
-    let pages = umem.pages()?;
-    let first_offset = umem.first_page_offset();
-    let mem = Arc::new(
-        MrMem::User {
-            _umem: umem,
-            pages,
-            first_offset,
-        },
-        GFP_KERNEL,
-    )?;
-    insert_mr(pd, req.access, range, mem)
-}
 
-/// `get_dma_mr`: an MR over all kernel memory.
-pub fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
-    access::check_kernel_mr_access(access).map_err(access_err)?;
-    let range = Range::new(0, u64::MAX).ok_or(EINVAL)?;
-    insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
+    /// `get_dma_mr`: an MR over all kernel memory.
+    fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
+        access::check_kernel_mr_access(access).map_err(access_err)?;
+        let range = Range::new(0, u64::MAX).ok_or(EINVAL)?;
+        insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
+    }
+
+    /// `alloc_mr`: a fast-registration MR (`IB_MR_TYPE_MEM_REG` only, as rxe)
+    /// for up to `max_num_sg` pages, at most `max_fast_reg_page_list_len`.
+    /// It answers to no key until a registration work request makes it valid.
+    fn alloc_mr(pd: &Pd<Rrxe>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<RrxeMr>, u32)> {
+        if ty != FastRegType::MemReg
+            || max_num_sg == 0
+            || max_num_sg > limits::MAX_FAST_REG_PAGE_LIST_LEN
+        {
+            return Err(EINVAL);
+        }
+        let mut pages = KVec::with_capacity(max_num_sg as usize, GFP_KERNEL)?;
+        pages.clear();
+        // INVARIANT: Empty, with capacity `max`.
+        let fast = KBox::pin_init(
+            new_spinlock!(
+                FastPages {
+                    pages,
+                    max: max_num_sg,
+                    page_shift: PAGE_SHIFT as u32,
+                    iova: 0,
+                    length: 0,
+                    key: 0,
+                    access: 0,
+                    valid: false,
+                },
+                "rrxe::MrMem::Fast"
+            ),
+            GFP_KERNEL,
+        )?;
+        let range = Range::new(0, 0).ok_or(EINVAL)?;
+        let (mr, key) = insert_mr(pd, 0, range, Arc::new(MrMem::Fast(fast), GFP_KERNEL)?)?;
+        if let MrMem::Fast(f) = &*mr.mem {
+            f.lock().key = key;
+        }
+        Ok((mr, key))
+    }
+
+    /// `ib_map_mr_sg` starts: a new page list of `page_size` pages.
+    fn map_mr_sg_start(mr: &Mr<Rrxe>, page_size: u32) -> Result {
+        let f = fast_pages(mr)?;
+        if !page_size.is_power_of_two() || u64::from(page_size) & limits::PAGE_SIZE_CAP == 0 {
+            return Err(EINVAL);
+        }
+        let mut g = f.lock();
+        g.pages.clear();
+        g.page_shift = page_size.trailing_zeros();
+        g.iova = 0;
+        g.length = 0;
+        Ok(())
+    }
+
+    /// One more page; `ENOMEM` once the MR is full, which ends the mapping.
+    fn map_mr_sg_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
+        let f = fast_pages(mr)?;
+        let mut g = f.lock();
+        if g.pages.len() >= g.max as usize {
+            return Err(ENOMEM);
+        }
+        // Within the capacity reserved at creation: no allocation happens.
+        g.pages.push(addr, GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// The mapping is complete; the core computed its range.
+    fn map_mr_sg_done(mr: &Mr<Rrxe>, _n: u32, iova: u64, length: u64) {
+        if let Ok(f) = fast_pages(mr) {
+            let mut g = f.lock();
+            g.iova = iova;
+            g.length = length;
+        }
+    }
+
+    /// `dereg_mr`: refused while windows are bound (as rxe does), else removed
+    /// from the table; the memory is unpinned when the last reference goes.
+    fn dereg_mr(mr: &Mr<Rrxe>) -> Result {
+        let m = mr.data();
+        if m.bound_mws.load(Ordering::Acquire) != 0 {
+            return Err(EINVAL);
+        }
+        // A rereg may have put a replacement at this index already.
+        mr.pd().device().data().mr_pool().remove_if(m.index, m);
+        Ok(())
+    }
+
+    /// `rereg_user_mr`: a replacement MR under the same key, with a new PD,
+    /// access and/or translation. The core retires the old MR afterwards;
+    /// work already holding the old one finishes on the old view.
+    fn rereg_user_mr(
+        mr: &Mr<Rrxe>,
+        flags: ReregFlags,
+        req: UserMrRequest,
+        new_pd: &Pd<Rrxe>,
+        _udata: Option<&Udata>,
+    ) -> Result<(Arc<RrxeMr>, u32)> {
+        let old = mr.data();
+        if old.bound_mws.load(Ordering::Acquire) != 0 {
+            return Err(EINVAL);
+        }
+        let access = if flags.access { req.access } else { old.access };
+        access::check_mr_access(access).map_err(access_err)?;
+        let (range, mem) = if flags.translation {
+            if req.length == 0 {
+                return Err(EINVAL);
+            }
+            let iova = if access & access::ZERO_BASED != 0 {
+                0
+            } else {
+                req.iova
+            };
+            let range = Range::new(iova, req.length).ok_or(EINVAL)?;
+            let umem = Umem::get(
+                new_pd.device(),
+                req.start,
+                req.length,
+                access & !access::ON_DEMAND,
+            )?;
+            let pages = umem.pages()?;
+            let first_offset = umem.first_page_offset();
+            (
+                range,
+                Arc::new(
+                    MrMem::User {
+                        _umem: umem,
+                        pages,
+                        first_offset,
+                    },
+                    GFP_KERNEL,
+                )?,
+            )
+        } else {
+            if (access ^ old.access)
+                & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                != 0
+                && access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                    != 0
+                && old.access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                    == 0
+            {
+                // The pages were pinned read-only; writable access needs a new
+                // translation.
+                return Err(EINVAL);
+            }
+            (old.range, old.mem.clone())
+        };
+        let new = Arc::new(
+            RrxeMr {
+                index: old.index,
+                key: old.key,
+                pd: core::ptr::from_ref(new_pd) as usize,
+                access,
+                range,
+                mem,
+                bound_mws: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        new_pd
+            .device()
+            .data()
+            .mr_pool()
+            .replace(old.index, old, new.clone())?;
+        let key = new.key;
+        Ok((new, key))
+    }
 }
 
 pub(crate) fn insert_mr(
@@ -222,7 +361,7 @@ pub(crate) fn insert_mr(
     mem: Arc<MrMem>,
 ) -> Result<(Arc<RrxeMr>, u32)> {
     let dev = pd.device().data();
-    let pd_id = pd as *const _ as usize;
+    let pd_id = core::ptr::from_ref(pd) as usize;
     let mut mem = Some(mem);
     let (_, mr) = dev.mr_pool().insert(|index| {
         let key = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
@@ -243,40 +382,6 @@ pub(crate) fn insert_mr(
     Ok((mr, key))
 }
 
-/// `alloc_mr`: a fast-registration MR (`IB_MR_TYPE_MEM_REG` only, as rxe)
-/// for up to `max_num_sg` pages, at most `max_fast_reg_page_list_len`.
-/// It answers to no key until a registration work request makes it valid.
-pub fn alloc_mr(pd: &Pd<Rrxe>, ty: FastRegType, max_num_sg: u32) -> Result<(Arc<RrxeMr>, u32)> {
-    if ty != FastRegType::MemReg
-        || max_num_sg == 0
-        || max_num_sg > limits::MAX_FAST_REG_PAGE_LIST_LEN
-    {
-        return Err(EINVAL);
-    }
-    let mut pages = KVec::with_capacity(max_num_sg as usize, GFP_KERNEL)?;
-    pages.clear();
-    // INVARIANT: Empty, with capacity `max`.
-    let fast = KBox::pin_init(
-        new_spinlock!(FastPages {
-            pages,
-            max: max_num_sg,
-            page_shift: PAGE_SHIFT as u32,
-            iova: 0,
-            length: 0,
-            key: 0,
-            access: 0,
-            valid: false,
-        }),
-        GFP_KERNEL,
-    )?;
-    let range = Range::new(0, 0).ok_or(EINVAL)?;
-    let (mr, key) = insert_mr(pd, 0, range, Arc::new(MrMem::Fast(fast), GFP_KERNEL)?)?;
-    if let MrMem::Fast(f) = &*mr.mem {
-        f.lock().key = key;
-    }
-    Ok((mr, key))
-}
-
 fn fast_pages(mr: &Mr<Rrxe>) -> Result<&Pin<KBox<SpinLock<FastPages>>>> {
     match &*mr.data().mem {
         MrMem::Fast(f) => Ok(f),
@@ -284,191 +389,10 @@ fn fast_pages(mr: &Mr<Rrxe>) -> Result<&Pin<KBox<SpinLock<FastPages>>>> {
     }
 }
 
-/// `ib_map_mr_sg` starts: a new page list of `page_size` pages.
-pub fn map_mr_sg_start(mr: &Mr<Rrxe>, page_size: u32) -> Result {
-    let f = fast_pages(mr)?;
-    if !page_size.is_power_of_two() || u64::from(page_size) & limits::PAGE_SIZE_CAP == 0 {
-        return Err(EINVAL);
-    }
-    let mut g = f.lock();
-    g.pages.clear();
-    g.page_shift = page_size.trailing_zeros();
-    g.iova = 0;
-    g.length = 0;
-    Ok(())
-}
-
-/// One more page; `ENOMEM` once the MR is full, which ends the mapping.
-pub fn map_mr_sg_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
-    let f = fast_pages(mr)?;
-    let mut g = f.lock();
-    if g.pages.len() >= g.max as usize {
-        return Err(ENOMEM);
-    }
-    // Within the capacity reserved at creation: no allocation happens.
-    g.pages.push(addr, GFP_ATOMIC)?;
-    Ok(())
-}
-
-/// The mapping is complete; the core computed its range.
-pub fn map_mr_sg_done(mr: &Mr<Rrxe>, iova: u64, length: u64) {
-    if let Ok(f) = fast_pages(mr) {
-        let mut g = f.lock();
-        g.iova = iova;
-        g.length = length;
-    }
-}
-
-/// `dereg_mr`: refused while windows are bound (as rxe does), else removed
-/// from the table; the memory is unpinned when the last reference goes.
-pub fn dereg_mr(mr: &Mr<Rrxe>) -> Result {
-    let m = mr.data();
-    if m.bound_mws.load(Ordering::Acquire) != 0 {
-        return Err(EINVAL);
-    }
-    // A rereg may have put a replacement at this index already.
-    mr.pd().device().data().mr_pool().remove_if(m.index, m);
-    Ok(())
-}
-
-/// `rereg_user_mr`: a replacement MR under the same key, with a new PD,
-/// access and/or translation. The core retires the old MR afterwards;
-/// work already holding the old one finishes on the old view.
-pub fn rereg_user_mr(
-    mr: &Mr<Rrxe>,
-    flags: ReregFlags,
-    req: UserMrRequest,
-    new_pd: &Pd<Rrxe>,
-) -> Result<(Arc<RrxeMr>, u32)> {
-    let old = mr.data();
-    if old.bound_mws.load(Ordering::Acquire) != 0 {
-        return Err(EINVAL);
-    }
-    let access = if flags.access { req.access } else { old.access };
-    access::check_mr_access(access).map_err(access_err)?;
-    let (range, mem) = if flags.translation {
-        if req.length == 0 {
-            return Err(EINVAL);
-        }
-        let iova = if access & access::ZERO_BASED != 0 {
-            0
-        } else {
-            req.iova
-        };
-        let range = Range::new(iova, req.length).ok_or(EINVAL)?;
-        let umem = Umem::get(
-            new_pd.device(),
-            req.start,
-            req.length,
-            access & !access::ON_DEMAND,
-        )?;
-        let pages = umem.pages()?;
-        let first_offset = umem.first_page_offset();
-        (
-            range,
-            Arc::new(
-                MrMem::User {
-                    _umem: umem,
-                    pages,
-                    first_offset,
-                },
-                GFP_KERNEL,
-            )?,
-        )
-    } else {
-        if (access ^ old.access)
-            & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
-            != 0
-            && access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
-            && old.access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
-                == 0
-        {
-            // The pages were pinned read-only; writable access needs a new
-            // translation.
-            return Err(EINVAL);
-        }
-        (old.range, old.mem.clone())
-    };
-    let new = Arc::new(
-        RrxeMr {
-            index: old.index,
-            key: old.key,
-            pd: new_pd as *const _ as usize,
-            access,
-            range,
-            mem,
-            bound_mws: AtomicU32::new(0),
-        },
-        GFP_KERNEL,
-    )?;
-    new_pd
-        .device()
-        .data()
-        .mr_pool()
-        .replace(old.index, old, new.clone())?;
-    let key = new.key;
-    Ok((new, key))
-}
-
-/// `alloc_mw`: a window in the MW table. Type 1 windows start valid and
-/// unbound; type 2 windows start free.
-pub fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
-    let dev = pd.device().data();
-    let pd_id = pd as *const _ as usize;
-    let (_, mw) = dev.mw_pool().insert(|index| {
-        let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
-        let state = mw::initial_state(ty);
-        Arc::pin_init(
-            try_pin_init!(RrxeMw {
-                index,
-                rkey: AtomicU32::new(rkey),
-                ty,
-                pd: pd_id,
-                // INVARIANT: Unbound.
-                bind <- new_spinlock!(MwBind { state, binding: None }),
-            }? Error),
-            GFP_KERNEL,
-        )
-    })?;
-    let rkey = mw.rkey.load(Ordering::Relaxed);
-    Ok((MwHandle { mw, dev }, rkey))
-}
-
-/// A window as the core holds it: removed from the table when the core
-/// deallocates it.
-pub struct MwHandle {
-    /// The window.
-    pub mw: Arc<RrxeMw>,
-    dev: *const crate::rrxe::device::RrxeDev,
-}
-
-// SAFETY: `dev` points to device data that outlives every MW (the core
-// destroys all objects before the device), and `Pool` is thread-safe.
-unsafe impl Send for MwHandle {}
-// SAFETY: See above.
-unsafe impl Sync for MwHandle {}
-
-impl Drop for MwHandle {
-    fn drop(&mut self) {
-        let old = {
-            let mut b = self.mw.bind.lock();
-            b.state = MwState::Invalid;
-            b.binding.take()
-        };
-        if let Some((mr, _)) = old {
-            // INVARIANT: Unbound, so no longer counted.
-            mr.bound_mws.fetch_sub(1, Ordering::Release);
-        }
-        // SAFETY: See the `Send` impl.
-        unsafe { (*self.dev).mw_pool().remove(self.mw.index) };
-    }
-}
-
 /// Kinds of access a lookup asks of an MR.
 pub type NeedAccess = u32;
 
 // The data path (UD/UC/RC traffic) is the user of these.
-#[allow(dead_code)]
 impl RrxeMr {
     /// Copies `src` into the region at `iova`.
     pub fn write(&self, iova: u64, src: &[u8]) -> Result {
@@ -553,7 +477,6 @@ impl RrxeMr {
 /// `iova` from `pd`, checking the full key (index and variant), the PD, the
 /// access rights and the bounds. Keys in the MW range are refused: use
 /// [`lookup_key`] for rkeys.
-#[allow(dead_code)]
 pub fn lookup_mr(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
@@ -599,7 +522,6 @@ pub fn lookup_mr(
 /// the memory and the address in its space (windows may be zero-based).
 /// Errors: `EINVAL` for a key that names nothing usable by this requester,
 /// `EACCES` for missing rights, `EFAULT` for addresses outside.
-#[allow(dead_code)]
 pub fn lookup_key(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
@@ -614,37 +536,10 @@ pub fn lookup_key(
         Some(keys::KeyKind::Mw) => {}
         None => return Err(EINVAL),
     }
-    let w = dev.mw_pool().get(keys::key_index(key)).ok_or(EINVAL)?;
-    if w.rkey.load(Ordering::Acquire) != key {
-        return Err(EINVAL);
-    }
-    let (mr, mr_iova) = {
-        let b = w.bind.lock();
-        let bound = b.binding.as_ref();
-        let mr_iova = mw::check_use(
-            w.ty,
-            b.state,
-            bound.map(|x| &x.1),
-            w.pd == pd,
-            qpn,
-            need,
-            iova,
-            len,
-        )
-        .map_err(|e| match e {
-            UseError::BadKey => EINVAL,
-            UseError::Access => EACCES,
-            UseError::Bounds => EFAULT,
-        })?;
-        (bound.ok_or(EINVAL)?.0.clone(), mr_iova)
-    };
-    // A bind checked the window against the MR; check again, cheaply.
-    mr.range.offset_of(mr_iova, len).ok_or(EFAULT)?;
-    Ok((mr, mr_iova))
+    crate::rrxe::mw::resolve(dev, key, pd, qpn, need, iova, len)
 }
 
 /// Which way [`copy_by_key`] copies.
-#[allow(dead_code)]
 pub enum Copy<'a> {
     /// From the buffer into the memory (needs `LOCAL_WRITE`, or the remote
     /// right the caller asks for).
@@ -657,7 +552,6 @@ pub enum Copy<'a> {
 /// (the buffer's length), after resolving the key (an MR, or for rkeys a
 /// memory window) with the PD, QP, access and bounds checks of
 /// [`lookup_key`]. `need` is the access the requester must have.
-#[allow(dead_code)]
 pub fn copy_by_key(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
@@ -678,6 +572,9 @@ pub fn copy_by_key(
     }
 }
 
+/// Binds are the windows' (see `mw`); the transport reaches them here.
+pub use crate::rrxe::mw::bind_mw;
+
 /// Why a bind or an invalidation failed (the completion's status tells
 /// the application; the details go to the debug log only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -686,80 +583,6 @@ pub enum LocalOpError {
     BadKey,
     /// The rules of binding (state, rights, bounds, type) refuse it.
     Refused,
-}
-
-/// A memory-window bind from QP `qpn` of PD `pd` (a `BIND_MW` WQE: the type
-/// 1 binds librxe's `ibv_bind_mw` posts and type 2 binds alike). The window
-/// must carry `mw_rkey` as its current key and belong to `pd`; the MR,
-/// named by `mr_lkey`, must belong to `pd`, allow MW_BIND, cover the range
-/// and satisfy the access rules. A type 2 window must be free and gets a
-/// non-empty range tied to the QP; a zero-length bind unbinds a type 1
-/// window. The new key keeps the index and takes the low byte of `rkey`.
-#[allow(clippy::too_many_arguments)]
-pub fn bind_mw(
-    dev: &crate::rrxe::device::RrxeDev,
-    pd: usize,
-    qpn: u32,
-    mw_rkey: u32,
-    rkey: u32,
-    mr_lkey: u32,
-    addr: u64,
-    length: u64,
-    mw_access: u32,
-) -> core::result::Result<(), LocalOpError> {
-    if keys::key_kind(mw_rkey) != Some(keys::KeyKind::Mw) {
-        return Err(LocalOpError::BadKey);
-    }
-    let w = dev
-        .mw_pool()
-        .get(keys::key_index(mw_rkey))
-        .ok_or(LocalOpError::BadKey)?;
-    if w.pd != pd || w.rkey.load(Ordering::Acquire) != mw_rkey {
-        return Err(LocalOpError::BadKey);
-    }
-    let range = Range::new(addr, length).ok_or(LocalOpError::Refused)?;
-    // The MR, unless a type 1 window is being unbound.
-    let mr = if length == 0 && w.ty == MwType::Type1 {
-        None
-    } else {
-        if length == 0 {
-            return Err(LocalOpError::Refused);
-        }
-        let mr = lookup_mr(dev, mr_lkey, pd, 0, addr, length).map_err(|_| LocalOpError::BadKey)?;
-        access::check_bind_access(w.ty, mr.access, mw_access).map_err(|_| LocalOpError::Refused)?;
-        Some(mr)
-    };
-    let new_key = (mw_rkey & !0xff) | (rkey & 0xff);
-    let old = {
-        let mut b = w.bind.lock();
-        match (w.ty, b.state) {
-            (MwType::Type1, MwState::Valid) | (MwType::Type2, MwState::Free) => {}
-            _ => return Err(LocalOpError::Refused),
-        }
-        let new = mr.map(|m| {
-            m.bound_mws.fetch_add(1, Ordering::AcqRel);
-            let qp = (w.ty == MwType::Type2).then_some(qpn);
-            (
-                m,
-                Binding {
-                    range,
-                    access: mw_access,
-                    qpn: qp,
-                },
-            )
-        });
-        if w.ty == MwType::Type2 {
-            b.state = MwState::Valid;
-        }
-        w.rkey.store(new_key, Ordering::Release);
-        // INVARIANT: The new MR was counted above; the old one is uncounted
-        // below, once the lock is dropped.
-        core::mem::replace(&mut b.binding, new)
-    };
-    if let Some((m, _)) = old {
-        m.bound_mws.fetch_sub(1, Ordering::Release);
-    }
-    Ok(())
 }
 
 /// A fast registration (`IB_WR_REG_MR` from a kernel QP of PD `pd`): the
@@ -825,27 +648,5 @@ pub fn invalidate(
         g.valid = false;
         return Ok(());
     }
-    if keys::key_kind(rkey) != Some(keys::KeyKind::Mw) {
-        return Err(LocalOpError::BadKey);
-    }
-    let w = dev
-        .mw_pool()
-        .get(keys::key_index(rkey))
-        .ok_or(LocalOpError::BadKey)?;
-    if w.pd != pd || w.rkey.load(Ordering::Acquire) != rkey || w.ty != MwType::Type2 {
-        return Err(LocalOpError::BadKey);
-    }
-    let old = {
-        let mut b = w.bind.lock();
-        if b.state != MwState::Valid {
-            return Err(LocalOpError::Refused);
-        }
-        b.state = MwState::Free;
-        // INVARIANT: Uncounted below.
-        b.binding.take()
-    };
-    if let Some((m, _)) = old {
-        m.bound_mws.fetch_sub(1, Ordering::Release);
-    }
-    Ok(())
+    crate::rrxe::mw::invalidate(dev, rkey, pd)
 }

@@ -37,7 +37,7 @@ impl<T: Send + Sync + 'static> Pool<T> {
     pub fn new(first: u32, last: u32, most: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             xa <- XArray::new(AllocKind::Alloc),
-            alloc <- new_mutex!(()),
+            alloc <- new_mutex!((), "rrxe::Pool::alloc"),
             min: first,
             max: last,
             limit: most,

@@ -15,7 +15,7 @@ use crate::ib::{
 };
 use crate::ib::{
     object::{Pd, Qp},
-    qp::{self as ibqp, QpInit, QpType},
+    qp::{self as ibqp, QpInit, QpOps, QpType},
     udata::Udata,
 };
 use crate::logic::uc::RxSeq;
@@ -243,23 +243,14 @@ impl QpShared {
 pub struct RrxeQp {
     /// The QP.
     pub shared: Arc<QpShared>,
-    dev: *const RrxeDev,
 }
 
-// SAFETY: `dev` points to device data that outlives every QP and whose
-// table is thread-safe; the rest is `Arc` and locks.
-unsafe impl Send for RrxeQp {}
-// SAFETY: See above.
-unsafe impl Sync for RrxeQp {}
-
-impl Drop for RrxeQp {
+impl RrxeQp {
     /// `destroy_qp`: everything tied to the user context or the device
     /// goes here, not with the last reference. A peer's transport may hold
     /// the QP a while longer (a local sender for the rest of a message); it
     /// then finds a dead QP with empty, inert rings.
-    fn drop(&mut self) {
-        // SAFETY: See the `Send` impl.
-        let d = unsafe { &*self.dev };
+    fn destroy(&self, d: &RrxeDev) {
         let s = &self.shared;
         // Unlinked first, so that no lookup (the receive work, a local
         // sender) finds it again; the table's reference is dropped here,
@@ -304,324 +295,362 @@ fn attr_err(e: AttrError) -> Error {
     }
 }
 
-/// `create_qp`: checks the request as rxe does and makes the rings; the
-/// response carries their mmap info.
-pub fn create_qp(
-    pd: &Pd<Rrxe>,
-    init: &QpInit,
-    udata: Option<&Udata>,
-) -> Result<(RrxeQp, u32, QpCap)> {
-    let kernel = udata.is_none();
-    match init.ty {
-        QpType::Rc | QpType::Uc | QpType::Ud => {}
-        // QP1 is for ib_core's MAD layer, on port 1.
-        QpType::Gsi if kernel && init.port_num == 1 => {}
-        _ => return Err(EOPNOTSUPP),
-    }
-    if init.create_flags != 0 {
-        return Err(EOPNOTSUPP);
-    }
-    let (scq, rcq) = init.cqs::<Rrxe>().ok_or(EINVAL)?;
-    let (send_cq, recv_cq) = (scq.data().shared.clone(), rcq.data().shared.clone());
-    let srq = init.srq::<Rrxe>().map(|x| x.data().shared.clone());
-    qp::check_cap(&init.cap, init.has_srq).map_err(attr_err)?;
-    let (sq_elem, send_sge, inline) = qp::send_wqe_layout(&init.cap);
-    let recv_elem = qp::recv_wqe_size(init.cap.max_recv_sge);
-    let (sq, rq) = match udata {
-        Some(udata) => {
-            if udata.outlen() < core::mem::size_of::<CreateQpResp>() {
-                return Err(EINVAL);
-            }
-            let uc = udata.ucontext::<Rrxe>();
-            let sq = UserRing::new(
-                uc,
-                Role::KernelConsumes,
-                init.cap.max_send_wr,
-                sq_elem,
-                MAX_QP_RING_BYTES,
-            )?;
-            let rq = if init.has_srq {
-                None
-            } else {
-                Some(UserRing::new(
-                    uc,
-                    Role::KernelConsumes,
-                    init.cap.max_recv_wr,
-                    recv_elem,
-                    MAX_QP_RING_BYTES,
-                )?)
-            };
-            (sq, rq)
-        }
-        None => {
-            let sq = UserRing::new_kernel(init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
-            let rq = if init.has_srq {
-                None
-            } else {
-                Some(UserRing::new_kernel(
-                    init.cap.max_recv_wr,
-                    recv_elem,
-                    MAX_QP_RING_BYTES,
-                )?)
-            };
-            (sq, rq)
-        }
-    };
-    let cap = QpCap {
-        max_send_wr: sq.geometry().index_mask,
-        max_send_sge: send_sge,
-        max_inline_data: inline,
-        max_recv_wr: rq.as_ref().map_or(0, |r| r.geometry().index_mask),
-        max_recv_sge: if init.has_srq {
-            0
-        } else {
-            init.cap.max_recv_sge
-        },
-    };
-    if let Some(udata) = udata {
-        let resp = CreateQpResp {
-            rq_mi: rq.as_ref().map(|r| r.mmap_info()).unwrap_or_default(),
-            sq_mi: sq.mmap_info(),
-        };
-        udata.write_out(&resp)?;
+#[vtable]
+impl QpOps<Rrxe> for RrxeQp {
+    /// `destroy_qp`: see `RrxeQp::destroy`; never refused.
+    fn destroy_qp(q: &Qp<Rrxe>) -> Result {
+        q.data().destroy(q.device().data());
+        Ok(())
     }
 
-    let device = pd.device();
-    let dev = device.data();
-    let attrs = QpAttrs {
-        port_num: 1,
-        ..Default::default()
-    };
-    let rc_state = if init.ty == QpType::Rc {
-        RcState::new(sq.geometry().slots(), sq.geometry().elem_size())?
-    } else {
-        RcState::new(0, 0)?
-    };
-    let mut rc_state = Some(rc_state);
-    let mut inner = Some(QpInner { attrs, sq, rq });
-    let make = |qpn: u32| {
-        let inner = inner.take().ok_or(EINVAL)?;
-        let rc_state = rc_state.take().ok_or(EINVAL)?;
-        Arc::pin_init(
-            try_pin_init!(QpShared {
+    /// `create_qp`: checks the request as rxe does and makes the rings; the
+    /// response carries their mmap info.
+    fn create_qp(
+        pd: &Pd<Rrxe>,
+        init: &QpInit,
+        udata: Option<&Udata>,
+    ) -> Result<(RrxeQp, u32, QpCap)> {
+        let kernel = udata.is_none();
+        match init.ty {
+            QpType::Rc | QpType::Uc | QpType::Ud => {}
+            // QP1 is for ib_core's MAD layer, on port 1.
+            QpType::Gsi if kernel && init.port_num == 1 => {}
+            _ => return Err(EOPNOTSUPP),
+        }
+        if init.create_flags != 0 {
+            return Err(EOPNOTSUPP);
+        }
+        let (scq, rcq) = init.cqs::<Rrxe>().ok_or(EINVAL)?;
+        let (send_cq, recv_cq) = (scq.data().shared.clone(), rcq.data().shared.clone());
+        let srq = init.srq::<Rrxe>().map(|x| x.data().shared.clone());
+        qp::check_cap(&init.cap, init.has_srq).map_err(attr_err)?;
+        let (sq_elem, send_sge, inline) = qp::send_wqe_layout(&init.cap);
+        let recv_elem = qp::recv_wqe_size(init.cap.max_recv_sge);
+        let (sq, rq) = match udata {
+            Some(udata) => {
+                if udata.outlen() < core::mem::size_of::<CreateQpResp>() {
+                    return Err(EINVAL);
+                }
+                let uc = udata.ucontext::<Rrxe>();
+                let sq = UserRing::new(
+                    uc,
+                    Role::KernelConsumes,
+                    init.cap.max_send_wr,
+                    sq_elem,
+                    MAX_QP_RING_BYTES,
+                )?;
+                let rq = if init.has_srq {
+                    None
+                } else {
+                    Some(UserRing::new(
+                        uc,
+                        Role::KernelConsumes,
+                        init.cap.max_recv_wr,
+                        recv_elem,
+                        MAX_QP_RING_BYTES,
+                    )?)
+                };
+                (sq, rq)
+            }
+            None => {
+                let sq = UserRing::new_kernel(init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
+                let rq = if init.has_srq {
+                    None
+                } else {
+                    Some(UserRing::new_kernel(
+                        init.cap.max_recv_wr,
+                        recv_elem,
+                        MAX_QP_RING_BYTES,
+                    )?)
+                };
+                (sq, rq)
+            }
+        };
+        let cap = QpCap {
+            max_send_wr: sq.geometry().index_mask,
+            max_send_sge: send_sge,
+            max_inline_data: inline,
+            max_recv_wr: rq.as_ref().map_or(0, |r| r.geometry().index_mask),
+            max_recv_sge: if init.has_srq {
+                0
+            } else {
+                init.cap.max_recv_sge
+            },
+        };
+        if let Some(udata) = udata {
+            let resp = CreateQpResp {
+                rq_mi: rq.as_ref().map(|r| r.mmap_info()).unwrap_or_default(),
+                sq_mi: sq.mmap_info(),
+            };
+            udata.write_out(&resp)?;
+        }
+
+        let device = pd.device();
+        let dev = device.data();
+        let attrs = QpAttrs {
+            port_num: 1,
+            ..Default::default()
+        };
+        let rc_state = if init.ty == QpType::Rc {
+            RcState::new(sq.geometry().slots(), sq.geometry().elem_size())?
+        } else {
+            RcState::new(0, 0)?
+        };
+        let mut rc_state = Some(rc_state);
+        let mut inner = Some(QpInner { attrs, sq, rq });
+        let make = |qpn: u32| {
+            let inner = inner.take().ok_or(EINVAL)?;
+            let rc_state = rc_state.take().ok_or(EINVAL)?;
+            Arc::pin_init(
+                try_pin_init!(QpShared {
                 qpn,
                 ty: init.ty,
                 cap,
                 sig_all: init.sig_all,
-                pd: pd as *const Pd<Rrxe> as usize,
+                pd: core::ptr::from_ref(pd) as usize,
                 send_cq: send_cq.clone(),
                 recv_cq: recv_cq.clone(),
                 srq: srq.clone(),
-                inner <- new_spinlock!(inner),
-                send_lock <- new_mutex!(()),
-                uc_rx <- new_mutex!(UcRx::default()),
-                rc <- new_mutex!(rc_state),
-                req_buf <- new_mutex!(KVVec::new()),
-                reply_buf <- new_mutex!(KVVec::new()),
+                inner <- new_spinlock!(inner, "rrxe::QpShared::inner"),
+                send_lock <- new_mutex!((), "rrxe::QpShared::send_lock"),
+                uc_rx <- new_mutex!(UcRx::default(), "rrxe::QpShared::uc_rx"),
+                rc <- new_mutex!(rc_state, "rrxe::QpShared::rc"),
+                req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
+                reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
                 kernel,
                 handle: init.handle,
-                dev: device as *const Device<Rrxe>,
+                dev: core::ptr::from_ref(device),
                 dead: AtomicBool::new(false),
                 task <- new_work!("rrxe::QpShared::task"),
                 timer <- HrTimer::new(),
             }? Error),
-            GFP_KERNEL,
-        )
-    };
-    let (qpn, shared) = if init.ty == QpType::Gsi {
-        // Built before the lock is taken: it allocates.
-        let shared = make(GSI_QPN)?;
-        let mut g = dev.gsi().lock();
-        if g.is_some() {
-            drop(g);
-            // Never entered the table: nothing to wait for or remove.
-            shared.dead.store(true, Ordering::Release);
-            return Err(EBUSY);
+                GFP_KERNEL,
+            )
+        };
+        let (qpn, shared) = if init.ty == QpType::Gsi {
+            // Built before the lock is taken: it allocates.
+            let shared = make(GSI_QPN)?;
+            let mut g = dev.gsi().lock();
+            if g.is_some() {
+                drop(g);
+                // Never entered the table: nothing to wait for or remove.
+                shared.dead.store(true, Ordering::Release);
+                return Err(EBUSY);
+            }
+            *g = Some(shared.clone());
+            (GSI_QPN, shared)
+        } else {
+            dev.qp_pool().insert(make)?
+        };
+        Ok((RrxeQp { shared }, qpn, cap))
+    }
+
+    /// `modify_qp`: the transition must be one the IB spec allows with exactly
+    /// these attributes, and every value named must be in range; then the
+    /// values are taken.
+    fn modify_qp(
+        q: &Qp<Rrxe>,
+        new: &QpAttrs,
+        cur: Option<QpState>,
+        mask: u32,
+        _udata: Option<&Udata>,
+    ) -> Result {
+        let s = &q.data().shared;
+        let mut g = s.inner.lock();
+        if mask & qp::mask::STATE != 0 {
+            let from = if mask & qp::mask::CUR_STATE != 0 {
+                cur.ok_or(EINVAL)?
+            } else {
+                g.attrs.state
+            };
+            if !ibqp::transition_ok(from, new.state, s.ty, mask) {
+                return Err(EINVAL);
+            }
         }
-        *g = Some(shared.clone());
-        (GSI_QPN, shared)
-    } else {
-        dev.qp_pool().insert(make)?
-    };
-    Ok((RrxeQp { shared, dev }, qpn, cap))
+        qp::check_modify(new, mask, IbMtu::Mtu4096 as u32).map_err(attr_err)?;
+        if mask & qp::mask::AV != 0
+            && (new.av.port_num != 1 || i32::from(new.av.sgid_index) >= l::PORT_GID_TBL_LEN)
+        {
+            return Err(EINVAL);
+        }
+        let was = g.attrs.state;
+        qp::apply(&mut g.attrs, new, mask);
+        let to_err = g.attrs.state == QpState::Err && was != QpState::Err;
+        if to_err {
+            flush(s, &mut g);
+        }
+        drop(g);
+        if s.ty == QpType::Rc {
+            let mut rc = s.rc.lock();
+            if mask & qp::mask::RQ_PSN != 0 {
+                rc.set_rq_psn(new.rq_psn);
+            }
+            if mask & qp::mask::SQ_PSN != 0 {
+                rc.set_sq_psn(new.sq_psn);
+            }
+            if mask & qp::mask::MAX_DEST_RD_ATOMIC != 0 {
+                rc.set_dest_rd_atomic(new.max_dest_rd_atomic)?;
+            }
+            if mask & (qp::mask::RETRY_CNT | qp::mask::RNR_RETRY) != 0 {
+                let a = s.inner.lock().attrs;
+                rc.set_retries(a.retry_cnt, a.rnr_retry);
+            }
+            if to_err {
+                rc.on_error(s);
+            }
+        }
+        // The responder's state has its own lock, taken before `inner`.
+        let mut rx = s.uc_rx.lock();
+        if mask & qp::mask::RQ_PSN != 0 {
+            rx.seq = RxSeq {
+                epsn: new.rq_psn & 0x00ff_ffff,
+                msg: None,
+            };
+            rx.offset = 0;
+            rx.write = None;
+        }
+        if to_err {
+            // A receive WQE kept by the UC responder is flushed too.
+            if let Some((slot, _)) = rx.held.take() {
+                let wc = Wc {
+                    status: status::WR_FLUSH_ERR,
+                    qp_num: s.qpn,
+                    qp_cookie: s.handle,
+                    wr_id: wqe::wr_id(&slot).unwrap_or(0),
+                    ..Default::default()
+                };
+                let _ = s.recv_wc(&wc, false);
+            }
+            rx.seq.msg = None;
+            rx.write = None;
+        }
+        Ok(())
+    }
+
+    /// `query_qp`.
+    fn query_qp(q: &Qp<Rrxe>) -> Result<(QpAttrs, QpCap, bool)> {
+        let s = &q.data().shared;
+        let attrs = s.inner.lock().attrs;
+        Ok((attrs, s.cap, s.sig_all))
+    }
+
+    /// The user doorbell: the send queue is processed as UD, UC or RC
+    /// requires.
+    fn post_send_user(q: &Qp<Rrxe>) -> Result {
+        crate::rrxe::sq::post_send_user(q)
+    }
+
+    /// `attach_mcast`: see the multicast groups.
+    fn attach_mcast(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+        crate::rrxe::mcast::attach(q, gid)
+    }
+
+    /// `detach_mcast`: see the multicast groups.
+    fn detach_mcast(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+        crate::rrxe::mcast::detach(q, gid)
+    }
+
+    /// `ib_post_send` on a kernel QP: the work request goes into the send
+    /// ring in the rxe layout and the send task is kicked. Does not sleep.
+    fn post_send_kernel(q: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
+        let s = &q.data().shared;
+        if !s.kernel {
+            // Requests for user QPs come through the mapped ring.
+            return Err(EOPNOTSUPP);
+        }
+        if wr.num_sge() > s.cap.max_send_sge as usize {
+            return Err(EINVAL);
+        }
+        let detail = if let Some(u) = wr.ud() {
+            wqe::WrDetail::Ud {
+                remote_qpn: u.remote_qpn,
+                remote_qkey: u.remote_qkey,
+                pkey_index: u.pkey_index,
+                ah_num: 0,
+            }
+        } else if let Some((remote_addr, rkey)) = wr.rdma() {
+            wqe::WrDetail::Rdma { remote_addr, rkey }
+        } else if let Some((mr_key, key, access)) = wr.reg() {
+            wqe::WrDetail::Reg {
+                mr_key,
+                key,
+                access,
+            }
+        } else {
+            wqe::WrDetail::None
+        };
+        if matches!(s.ty, QpType::Ud | QpType::Gsi) && !matches!(detail, wqe::WrDetail::Ud { .. }) {
+            return Err(EINVAL);
+        }
+        // Kernel inline data comes with valid lkeys: it is gathered like any
+        // other payload.
+        let f = wqe::SendFields {
+            wr_id: wr.wr_id(),
+            opcode: wr.opcode(),
+            send_flags: wr.send_flags() & !wqe::SEND_INLINE,
+            ex: wr.ex(),
+            detail,
+        };
+        let mut slot = [0u8; KERNEL_WQE_MAX];
+        let mut g = s.inner.lock();
+        if matches!(g.attrs.state, QpState::Reset | QpState::Init | QpState::Rtr) {
+            return Err(EINVAL);
+        }
+        let elem = g.sq.geometry().elem_size().min(KERNEL_WQE_MAX);
+        wqe::encode_send(&mut slot[..elem], &f, wr.sges()).ok_or(EINVAL)?;
+        if let Some(u) = wr.ud() {
+            let ah = &u.ah.data().shared;
+            let av = wqe::LegacyAv {
+                sgid: ah.sgid,
+                dgid: ah.av.dgid,
+                flow_label: ah.av.flow_label,
+                hop_limit: ah.av.hop_limit,
+                traffic_class: ah.av.traffic_class,
+            };
+            wqe::encode_legacy_av(&mut slot[..elem], &av).ok_or(EINVAL)?;
+        }
+        if !g.sq.produce(&slot[..elem]) {
+            return Err(ENOMEM);
+        }
+        drop(g);
+        s.kick();
+        Ok(())
+    }
+
+    /// `ib_post_recv` on a kernel QP: into the receive ring (flushed at once
+    /// in ERR). Does not sleep.
+    fn post_recv(q: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
+        let s = &q.data().shared;
+        if !s.kernel || s.srq.is_some() {
+            return Err(EINVAL);
+        }
+        if wr.num_sge() > s.cap.max_recv_sge as usize {
+            return Err(EINVAL);
+        }
+        let mut slot = [0u8; KERNEL_WQE_MAX];
+        let mut g = s.inner.lock();
+        if g.attrs.state == QpState::Reset {
+            return Err(EINVAL);
+        }
+        let rq = g.rq.as_mut().ok_or(EINVAL)?;
+        let elem = rq.geometry().elem_size().min(KERNEL_WQE_MAX);
+        wqe::encode_recv(&mut slot[..elem], wr.wr_id(), wr.sges()).ok_or(EINVAL)?;
+        if !rq.produce(&slot[..elem]) {
+            return Err(ENOMEM);
+        }
+        if g.attrs.state == QpState::Err {
+            flush(s, &mut g);
+        }
+        Ok(())
+    }
 }
 
 /// Largest send WQE of a kernel QP that is built on the stack.
 const KERNEL_WQE_MAX: usize = 1024;
 
-/// `ib_post_send` on a kernel QP: the work request goes into the send
-/// ring in the rxe layout and the send task is kicked. Does not sleep.
-pub fn post_send_kernel(q: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
-    let s = &q.data().shared;
-    if !s.kernel {
-        // Requests for user QPs come through the mapped ring.
-        return Err(EOPNOTSUPP);
-    }
-    if wr.num_sge() > s.cap.max_send_sge as usize {
-        return Err(EINVAL);
-    }
-    let detail = if let Some(u) = wr.ud() {
-        wqe::WrDetail::Ud {
-            remote_qpn: u.remote_qpn,
-            remote_qkey: u.remote_qkey,
-            pkey_index: u.pkey_index,
-            ah_num: 0,
-        }
-    } else if let Some((remote_addr, rkey)) = wr.rdma() {
-        wqe::WrDetail::Rdma { remote_addr, rkey }
-    } else if let Some((mr_key, key, access)) = wr.reg() {
-        wqe::WrDetail::Reg {
-            mr_key,
-            key,
-            access,
-        }
-    } else {
-        wqe::WrDetail::None
-    };
-    if matches!(s.ty, QpType::Ud | QpType::Gsi) && !matches!(detail, wqe::WrDetail::Ud { .. }) {
-        return Err(EINVAL);
-    }
-    // Kernel inline data comes with valid lkeys: it is gathered like any
-    // other payload.
-    let f = wqe::SendFields {
-        wr_id: wr.wr_id(),
-        opcode: wr.opcode(),
-        send_flags: wr.send_flags() & !wqe::SEND_INLINE,
-        ex: wr.ex(),
-        detail,
-    };
-    let mut slot = [0u8; KERNEL_WQE_MAX];
-    let mut g = s.inner.lock();
-    if matches!(g.attrs.state, QpState::Reset | QpState::Init | QpState::Rtr) {
-        return Err(EINVAL);
-    }
-    let elem = g.sq.geometry().elem_size().min(KERNEL_WQE_MAX);
-    wqe::encode_send(&mut slot[..elem], &f, wr.sges()).ok_or(EINVAL)?;
-    if let Some(u) = wr.ud() {
-        let ah = &u.ah.data().shared;
-        let av = wqe::LegacyAv {
-            sgid: ah.sgid,
-            dgid: ah.av.dgid,
-            flow_label: ah.av.flow_label,
-            hop_limit: ah.av.hop_limit,
-            traffic_class: ah.av.traffic_class,
-        };
-        wqe::encode_legacy_av(&mut slot[..elem], &av).ok_or(EINVAL)?;
-    }
-    if !g.sq.produce(&slot[..elem]) {
-        return Err(ENOMEM);
-    }
-    drop(g);
-    s.kick();
-    Ok(())
-}
-
-/// `ib_post_recv` on a kernel QP: into the receive ring (flushed at once
-/// in ERR). Does not sleep.
-pub fn post_recv_kernel(q: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
-    let s = &q.data().shared;
-    if !s.kernel || s.srq.is_some() {
-        return Err(EINVAL);
-    }
-    if wr.num_sge() > s.cap.max_recv_sge as usize {
-        return Err(EINVAL);
-    }
-    let mut slot = [0u8; KERNEL_WQE_MAX];
-    let mut g = s.inner.lock();
-    if g.attrs.state == QpState::Reset {
-        return Err(EINVAL);
-    }
-    let rq = g.rq.as_mut().ok_or(EINVAL)?;
-    let elem = rq.geometry().elem_size().min(KERNEL_WQE_MAX);
-    wqe::encode_recv(&mut slot[..elem], wr.wr_id(), wr.sges()).ok_or(EINVAL)?;
-    if !rq.produce(&slot[..elem]) {
-        return Err(ENOMEM);
-    }
-    if g.attrs.state == QpState::Err {
-        flush(s, &mut g);
-    }
-    Ok(())
-}
-
 /// Largest QP ring: `max_qp_wr` slots of the largest WQE (1 KiB), as rxe
 /// allows (a gigabyte of kernel memory for a maximal send queue).
 const MAX_QP_RING_BYTES: usize = crate::logic::ring::HDR_SIZE + ((l::MAX_QP_WR as usize + 1) << 10);
-
-/// `modify_qp`: the transition must be one the IB spec allows with exactly
-/// these attributes, and every value named must be in range; then the
-/// values are taken.
-pub fn modify_qp(q: &Qp<Rrxe>, new: &QpAttrs, cur: Option<QpState>, mask: u32) -> Result {
-    let s = &q.data().shared;
-    let mut g = s.inner.lock();
-    if mask & qp::mask::STATE != 0 {
-        let from = if mask & qp::mask::CUR_STATE != 0 {
-            cur.ok_or(EINVAL)?
-        } else {
-            g.attrs.state
-        };
-        if !ibqp::transition_ok(from, new.state, s.ty, mask) {
-            return Err(EINVAL);
-        }
-    }
-    qp::check_modify(new, mask, IbMtu::Mtu4096 as u32).map_err(attr_err)?;
-    if mask & qp::mask::AV != 0
-        && (new.av.port_num != 1 || i32::from(new.av.sgid_index) >= l::PORT_GID_TBL_LEN)
-    {
-        return Err(EINVAL);
-    }
-    let was = g.attrs.state;
-    qp::apply(&mut g.attrs, new, mask);
-    let to_err = g.attrs.state == QpState::Err && was != QpState::Err;
-    if to_err {
-        flush(s, &mut g);
-    }
-    drop(g);
-    if s.ty == QpType::Rc {
-        let mut rc = s.rc.lock();
-        if mask & qp::mask::RQ_PSN != 0 {
-            rc.set_rq_psn(new.rq_psn);
-        }
-        if mask & qp::mask::SQ_PSN != 0 {
-            rc.set_sq_psn(new.sq_psn);
-        }
-        if mask & qp::mask::MAX_DEST_RD_ATOMIC != 0 {
-            rc.set_dest_rd_atomic(new.max_dest_rd_atomic)?;
-        }
-        if mask & (qp::mask::RETRY_CNT | qp::mask::RNR_RETRY) != 0 {
-            let a = s.inner.lock().attrs;
-            rc.set_retries(a.retry_cnt, a.rnr_retry);
-        }
-        if to_err {
-            rc.on_error(s);
-        }
-    }
-    // The responder's state has its own lock, taken before `inner`.
-    let mut rx = s.uc_rx.lock();
-    if mask & qp::mask::RQ_PSN != 0 {
-        rx.seq = RxSeq {
-            epsn: new.rq_psn & 0x00ff_ffff,
-            msg: None,
-        };
-        rx.offset = 0;
-        rx.write = None;
-    }
-    if to_err {
-        // A receive WQE kept by the UC responder is flushed too.
-        if let Some((slot, _)) = rx.held.take() {
-            let wc = Wc {
-                status: status::WR_FLUSH_ERR,
-                qp_num: s.qpn,
-                qp_cookie: s.handle,
-                wr_id: wqe::wr_id(&slot).unwrap_or(0),
-                ..Default::default()
-            };
-            let _ = s.recv_wc(&wc, false);
-        }
-        rx.seq.msg = None;
-        rx.write = None;
-    }
-    Ok(())
-}
 
 /// Completes every posted WQE with `IB_WC_WR_FLUSH_ERR` (wr_id, status and
 /// QP number, as rxe), send WQEs on the send CQ and receive WQEs on the
@@ -650,11 +679,4 @@ pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
             }
         }
     }
-}
-
-/// `query_qp`.
-pub fn query_qp(q: &Qp<Rrxe>) -> Result<(QpAttrs, QpCap, bool)> {
-    let s = &q.data().shared;
-    let attrs = s.inner.lock().attrs;
-    Ok((attrs, s.cap, s.sig_all))
 }

@@ -8,7 +8,7 @@
 
 use crate::ib::{
     object::{Pd, Srq},
-    srq::{SrqAttr, SrqInit, SrqMask, SrqRef},
+    srq::{SrqAttr, SrqInit, SrqMask, SrqOps, SrqRef},
     udata::Udata,
     wr::RecvWr,
 };
@@ -98,35 +98,24 @@ pub struct SrqShared {
     /// State and ring.
     #[pin]
     pub inner: SpinLock<SrqInner>,
-    uc: *const crate::ib::object::Ucontext<Rrxe>,
+    /// A kernel SRQ: its ring is in kernel memory, filled by
+    /// `ib_post_srq_recv`, and is not resized.
+    kernel: bool,
 }
-
-// SAFETY: `uc` is null (kernel SRQs) or points to the owning context,
-// which outlives the SRQ (the core destroys a context's objects first);
-// the rest is behind the lock.
-unsafe impl Send for SrqShared {}
-// SAFETY: See above.
-unsafe impl Sync for SrqShared {}
 
 /// An SRQ as the core holds it: leaves the table when destroyed.
 pub struct RrxeSrq {
     /// The SRQ.
     pub shared: Arc<SrqShared>,
-    dev: *const RrxeDev,
 }
 
-// SAFETY: `dev` points to device data that outlives every SRQ.
-unsafe impl Send for RrxeSrq {}
-// SAFETY: See above.
-unsafe impl Sync for RrxeSrq {}
-
-impl Drop for RrxeSrq {
-    fn drop(&mut self) {
-        // Unlinked first; then, under the lock every access takes, the C
-        // object (no event may reach it after this) and the ring (back to
-        // its context now, not with the last reference a QP may hold) go.
-        // SAFETY: See the `Send` impl.
-        let unlinked = unsafe { (*self.dev).srq_pool().remove(self.shared.num) };
+impl RrxeSrq {
+    /// Takes the SRQ out of `dev`'s table; then, under the lock every
+    /// access takes, the C object (no event may reach it after this) and
+    /// the ring (back to its context now, not with the last reference a QP
+    /// may hold) go.
+    fn unlink(&self, dev: &RrxeDev) {
+        let unlinked = dev.srq_pool().remove(self.shared.num);
         let ring = {
             let mut g = self.shared.inner.lock();
             g.this = None;
@@ -143,167 +132,168 @@ fn attr_err(e: AttrError) -> Error {
     }
 }
 
-/// `create_srq`.
-pub fn create_srq(
-    pd: &Pd<Rrxe>,
-    init: &SrqInit,
-    udata: Option<&Udata>,
-    this: SrqRef<Rrxe>,
-) -> Result<(RrxeSrq, SrqAttr)> {
-    if !init.basic {
-        return Err(EOPNOTSUPP);
+#[vtable]
+impl SrqOps<Rrxe> for RrxeSrq {
+    /// `destroy_srq`: the SRQ leaves the table and lets go of its ring.
+    fn destroy_srq(srq: &Srq<Rrxe>) {
+        srq.data().unlink(srq.device().data());
     }
-    let (max_wr, max_sge) =
-        qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
-    let elem = qp::recv_wqe_size(max_sge);
-    let (ring, uc) = match udata {
-        Some(u) => {
-            if u.outlen() < core::mem::size_of::<CreateSrqResp>() {
-                return Err(EINVAL);
-            }
-            let uc = u.ucontext::<Rrxe>();
-            (
-                UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?,
-                uc as *const _,
-            )
+
+    /// `create_srq`.
+    fn create_srq(
+        pd: &Pd<Rrxe>,
+        init: &SrqInit,
+        udata: Option<&Udata>,
+        this: SrqRef<Rrxe>,
+    ) -> Result<(RrxeSrq, SrqAttr)> {
+        if !init.basic {
+            return Err(EOPNOTSUPP);
         }
-        // A kernel SRQ: its ring is in kernel memory, filled by
-        // `ib_post_srq_recv`.
-        None => (
-            UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?,
-            core::ptr::null(),
-        ),
-    };
-    let attr = SrqAttr {
-        max_wr: ring.geometry().index_mask,
-        max_sge,
-        srq_limit: init.attr.srq_limit,
-    };
-    let mi = ring.mmap_info();
-    let dev = pd.device().data();
-    let mut inner = Some(SrqInner {
-        ring,
-        max_sge,
-        limit: init.attr.srq_limit,
-        this: Some(this),
-    });
-    let (num, shared) = dev.srq_pool().insert(|num| {
-        let inner = inner.take().ok_or(EINVAL)?;
-        Arc::pin_init(
-            try_pin_init!(SrqShared { num, inner <- new_spinlock!(inner), uc }? Error),
-            GFP_KERNEL,
-        )
-    })?;
-    let srq = RrxeSrq { shared, dev };
-    if let Some(u) = udata {
-        // On failure `srq` is dropped and leaves the table.
-        u.write_out(&CreateSrqResp {
-            mi,
-            srq_num: num,
-            reserved: 0,
+        let (max_wr, max_sge) =
+            qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
+        let elem = qp::recv_wqe_size(max_sge);
+        let kernel = udata.is_none();
+        let ring = match udata {
+            Some(u) => {
+                if u.outlen() < core::mem::size_of::<CreateSrqResp>() {
+                    return Err(EINVAL);
+                }
+                let uc = u.ucontext::<Rrxe>();
+                UserRing::new(uc, Role::KernelConsumes, max_wr, elem, MAX_SRQ_RING_BYTES)?
+            }
+            // A kernel SRQ: its ring is in kernel memory, filled by
+            // `ib_post_srq_recv`.
+            None => UserRing::new_kernel(max_wr, elem, MAX_SRQ_RING_BYTES)?,
+        };
+        let attr = SrqAttr {
+            max_wr: ring.geometry().index_mask,
+            max_sge,
+            srq_limit: init.attr.srq_limit,
+        };
+        let mi = ring.mmap_info();
+        let dev = pd.device().data();
+        let mut inner = Some(SrqInner {
+            ring,
+            max_sge,
+            limit: init.attr.srq_limit,
+            this: Some(this),
+        });
+        let (num, shared) = dev.srq_pool().insert(|num| {
+            let inner = inner.take().ok_or(EINVAL)?;
+            Arc::pin_init(
+                try_pin_init!(SrqShared {
+                    num,
+                    inner <- new_spinlock!(inner, "rrxe::SrqShared::inner"),
+                    kernel,
+                }? Error),
+                GFP_KERNEL,
+            )
         })?;
+        let srq = RrxeSrq { shared };
+        if let Some(u) = udata {
+            let resp = CreateSrqResp {
+                mi,
+                srq_num: num,
+                reserved: 0,
+            };
+            // On failure the SRQ leaves the table again.
+            u.write_out(&resp).inspect_err(|_| srq.unlink(dev))?;
+        }
+        Ok((srq, attr))
     }
-    Ok((srq, attr))
-}
 
-/// `ib_post_srq_recv` on a kernel SRQ: into its ring. Does not sleep.
-pub fn post_srq_recv_kernel(srq: &Srq<Rrxe>, wr: &RecvWr<'_>) -> Result {
-    let s = &srq.data().shared;
-    if !s.uc.is_null() {
-        // User SRQs are filled through their mapped ring.
-        return Err(EINVAL);
-    }
-    let mut slot = [0u8; 1024];
-    let mut g = s.inner.lock();
-    if wr.num_sge() > g.max_sge as usize {
-        return Err(EINVAL);
-    }
-    let elem = g.ring.geometry().elem_size().min(slot.len());
-    crate::logic::wqe::encode_recv(&mut slot[..elem], wr.wr_id(), wr.sges()).ok_or(EINVAL)?;
-    if !g.ring.produce(&slot[..elem]) {
-        return Err(ENOMEM);
-    }
-    Ok(())
-}
-
-/// `modify_srq`: resizing builds a new ring with the posted WQEs and writes
-/// its mmap info to the address the command names; the limit arms the
-/// limit event.
-pub fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&Udata>) -> Result {
-    if mask.unknown {
-        return Err(EINVAL);
-    }
-    let s = &srq.data().shared;
-    let (capacity, limit, elem) = {
-        let g = s.inner.lock();
-        (
-            g.ring.geometry().index_mask,
-            g.limit,
-            g.ring.geometry().elem_size(),
-        )
-    };
-    qp::check_srq_modify(
-        mask.max_wr.then_some(attr.max_wr),
-        mask.limit.then_some(attr.srq_limit),
-        limit,
-        capacity,
-    )
-    .map_err(attr_err)?;
-    if mask.max_wr {
-        // Kernel SRQs (no context, no udata) are not resized.
-        if s.uc.is_null() {
+    /// `ib_post_srq_recv` on a kernel SRQ: into its ring. Does not sleep.
+    fn post_srq_recv(srq: &Srq<Rrxe>, wr: &RecvWr<'_>) -> Result {
+        let s = &srq.data().shared;
+        if !s.kernel {
+            // User SRQs are filled through their mapped ring.
             return Err(EINVAL);
         }
-        let u = udata.ok_or(EINVAL)?;
-        let cmd: ModifySrqCmd = u.read_in()?;
-        // Allocate without the lock; move the posted WQEs under it.
-        let mut new = {
+        let mut slot = [0u8; 1024];
+        let mut g = s.inner.lock();
+        if wr.num_sge() > g.max_sge as usize {
+            return Err(EINVAL);
+        }
+        let elem = g.ring.geometry().elem_size().min(slot.len());
+        crate::logic::wqe::encode_recv(&mut slot[..elem], wr.wr_id(), wr.sges()).ok_or(EINVAL)?;
+        if !g.ring.produce(&slot[..elem]) {
+            return Err(ENOMEM);
+        }
+        Ok(())
+    }
+
+    /// `modify_srq`: resizing builds a new ring with the posted WQEs and writes
+    /// its mmap info to the address the command names; the limit arms the
+    /// limit event.
+    fn modify_srq(srq: &Srq<Rrxe>, attr: SrqAttr, mask: SrqMask, udata: Option<&Udata>) -> Result {
+        if mask.unknown {
+            return Err(EINVAL);
+        }
+        let s = &srq.data().shared;
+        let (capacity, limit, elem) = {
             let g = s.inner.lock();
-            // SAFETY: Not null (checked above); the owning context outlives
-            // the SRQ (see `SrqShared`).
-            let uc = unsafe { &*s.uc };
-            // `sibling` allocates: take the shape, then drop the lock.
-            let shape = (g.ring.geometry().elem_size() as u32, uc);
-            drop(g);
-            UserRing::new(
-                shape.1,
+            (
+                g.ring.geometry().index_mask,
+                g.limit,
+                g.ring.geometry().elem_size(),
+            )
+        };
+        qp::check_srq_modify(
+            mask.max_wr.then_some(attr.max_wr),
+            mask.limit.then_some(attr.srq_limit),
+            limit,
+            capacity,
+        )
+        .map_err(attr_err)?;
+        if mask.max_wr {
+            // Kernel SRQs (no context, no udata) are not resized.
+            if s.kernel {
+                return Err(EINVAL);
+            }
+            let u = udata.ok_or(EINVAL)?;
+            let cmd: ModifySrqCmd = u.read_in()?;
+            // Allocate without the lock (in the context of the command,
+            // which owns the SRQ); move the posted WQEs under it.
+            let shape = s.inner.lock().ring.geometry().elem_size() as u32;
+            let mut new = UserRing::new(
+                u.ucontext::<Rrxe>(),
                 Role::KernelConsumes,
                 attr.max_wr,
-                shape.0,
+                shape,
                 MAX_SRQ_RING_BYTES,
-            )?
-        };
-        let mi = new.mmap_info();
-        let mut buf = KVec::from_elem(0u8, elem, GFP_KERNEL)?;
-        let old = {
+            )?;
+            let mi = new.mmap_info();
+            let mut buf = KVec::from_elem(0u8, elem, GFP_KERNEL)?;
+            let old = {
+                let mut g = s.inner.lock();
+                if g.limit != 0 && attr.max_wr < g.limit {
+                    return Err(EINVAL);
+                }
+                g.ring.transfer_into(&mut new, &mut buf)?;
+                core::mem::replace(&mut g.ring, new)
+            };
+            // Freed outside the lock; the process's old mapping keeps its
+            // pages until it unmaps them.
+            drop(old);
+            Udata::write_to_user(cmd.mmap_info_addr, mi.as_bytes())?;
+        }
+        if mask.limit {
             let mut g = s.inner.lock();
-            if g.limit != 0 && attr.max_wr < g.limit {
+            if attr.srq_limit > g.ring.geometry().index_mask {
                 return Err(EINVAL);
             }
-            g.ring.transfer_into(&mut new, &mut buf)?;
-            core::mem::replace(&mut g.ring, new)
-        };
-        // Freed outside the lock; the process's old mapping keeps its
-        // pages until it unmaps them.
-        drop(old);
-        Udata::write_to_user(cmd.mmap_info_addr, mi.as_bytes())?;
-    }
-    if mask.limit {
-        let mut g = s.inner.lock();
-        if attr.srq_limit > g.ring.geometry().index_mask {
-            return Err(EINVAL);
+            g.limit = attr.srq_limit;
         }
-        g.limit = attr.srq_limit;
+        Ok(())
     }
-    Ok(())
-}
 
-/// `query_srq`.
-pub fn query_srq(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
-    let g = srq.data().shared.inner.lock();
-    Ok(SrqAttr {
-        max_wr: g.ring.geometry().index_mask,
-        max_sge: g.max_sge,
-        srq_limit: g.limit,
-    })
+    /// `query_srq`.
+    fn query_srq(srq: &Srq<Rrxe>) -> Result<SrqAttr> {
+        let g = srq.data().shared.inner.lock();
+        Ok(SrqAttr {
+            max_wr: g.ring.geometry().index_mask,
+            max_sge: g.max_sge,
+            srq_limit: g.limit,
+        })
+    }
 }

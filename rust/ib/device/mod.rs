@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices: the driver trait, registration and the ops table.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+//!
+//! Lifecycle. [`NewDevice::new`] allocates an `ib_device` with the driver's
+//! data embedded after it and installs the ops. [`NewDevice::register`]
+//! hands the device to the IB core, which owns it from then on: it ends with
+//! `ib_dealloc_device`, which calls our `dealloc_driver` op, which drops the
+//! driver data. That happens on `rdma link delete`, on
+//! [`Device::unregister_queued`] (netdev unregister), on
+//! [`unregister_all`] (module exit), or when registration fails. Every
+//! device this layer created is kept in a registry until `dealloc_driver`,
+//! so module exit finds them all without touching other drivers' devices
+//! that share the driver id.
+//!
+//! Files: `registration` ([`Device`], [`NewDevice`], the registry and
+//! unregistration), `ops` (the `ib_device_ops` table) and `port` (device,
+//! port and GID queries). The callbacks of each object family live next to
+//! its abstraction: [`super::cq`], [`super::qp`], [`super::srq`],
+//! [`super::mr`], [`super::mw`], [`super::dm`], [`super::ah`] and
+//! [`super::pd`].
+
+mod ops;
+mod port;
+mod registration;
+
+pub(super) use registration::{init_registry, release_registry};
+pub use registration::{unregister_all, Device, NewDevice};
+
+use super::{
+    ah::AhOps,
+    attr::{DeviceAttrs, PortAttrs, PortImmutable},
+    cq::CqOps,
+    dm::DmOps,
+    mr::MrOps,
+    mw::MwOps,
+    pd::{PdOps, UcontextOps},
+    qp::QpOps,
+    srq::SrqOps,
+    stats,
+};
+use kernel::prelude::*;
+
+/// A provider: its device, and the types of its objects, each of which
+/// implements the operations of its family.
+///
+/// Callbacks are called by the IB core in process context unless a method
+/// says otherwise. Optional ones are only installed in the ops table when
+/// the driver implements them (`HAS_*`), here and in the family traits:
+/// [`UcontextOps`], [`PdOps`], [`MrOps`], [`MwOps`], [`DmOps`], [`CqOps`],
+/// [`QpOps`], [`AhOps`] and [`SrqOps`].
+#[vtable]
+pub trait Driver: Sized + Send + Sync + 'static {
+    /// Per-device driver state, embedded after the `ib_device`.
+    type Data: Send + Sync;
+    /// Per-process context state.
+    type Ucontext: UcontextOps<Self>;
+    /// Protection domain state.
+    type Pd: PdOps<Self>;
+    /// Memory region state.
+    type Mr: MrOps<Self>;
+    /// Memory window state.
+    type Mw: MwOps<Self>;
+    /// Device memory state.
+    type Dm: DmOps<Self>;
+    /// Completion queue state.
+    type Cq: CqOps<Self>;
+    /// Queue pair state.
+    type Qp: QpOps<Self>;
+    /// Address handle state.
+    type Ah: AhOps<Self>;
+    /// Shared receive queue state.
+    type Srq: SrqOps<Self>;
+
+    /// `enum rdma_driver_id` the device reports (selects the user provider).
+    const DRIVER_ID: u32;
+    /// uverbs ABI version the user provider expects.
+    const UVERBS_ABI_VER: u32;
+
+    /// Device attributes.
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs>;
+    /// Port attributes; the layer has already checked `port == 1`.
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttrs>;
+    /// The P_Key at `index`.
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+    /// Immutable port data.
+    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+
+    /// Called once the device is registered and visible.
+    fn enable(_dev: &Device<Self>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The port's counter values, indexed by [`stats::Counter`].
+    fn hw_counters(_dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A RoCEv2 packet arrived for `dev` (the IP packet with its UDP
+    /// header, maybe followed by link padding), in process context. Set
+    /// up by [`super::net::init`]; packets are dropped by default.
+    fn rx_packet(_dev: &Device<Self>, _pkt: &[u8]) {}
+}
