@@ -13,6 +13,7 @@ use crate::ib::{
 };
 use crate::logic::{limits as l, qp::Av};
 use crate::rrxe::device::{Rrxe, RrxeDev};
+use crate::rrxe::pd::{pd_id, PdId};
 use kernel::{prelude::*, sync::Arc, transmute::AsBytes};
 
 /// An AH as the AH table holds it (UD sends find it by number).
@@ -20,7 +21,7 @@ pub struct AhShared {
     /// Its number.
     pub num: u32,
     /// The PD it belongs to, as an identity.
-    pub pd: usize,
+    pub pd: PdId,
     /// The address vector.
     pub av: Av,
     /// The source GID.
@@ -76,7 +77,7 @@ impl AhOps<Rrxe> for RrxeAh {
             return Err(EINVAL);
         }
         let dev = pd.device().data();
-        let pd_id = core::ptr::from_ref(pd) as usize;
+        let pd_id = pd_id(pd);
         let Some(u) = udata else {
             // A kernel AH: kernel work requests name it by pointer, so it needs
             // no number and no table slot; it may be made in atomic context.

@@ -14,6 +14,7 @@ use crate::logic::{
     bounds::{Chunks, Range},
     keys, limits,
 };
+use crate::rrxe::pd::{pd_id, PdId};
 use crate::rrxe::{device::Rrxe, dm::DmMem};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -122,7 +123,7 @@ pub struct RrxeMr {
     /// lkey == rkey.
     pub key: u32,
     /// The PD it belongs to, as an identity.
-    pub pd: usize,
+    pub pd: PdId,
     /// IB access flags.
     pub access: u32,
     /// The addresses it answers to.
@@ -336,7 +337,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
             RrxeMr {
                 index: old.index,
                 key: old.key,
-                pd: core::ptr::from_ref(new_pd) as usize,
+                pd: pd_id(new_pd),
                 access,
                 range,
                 mem,
@@ -361,7 +362,7 @@ pub(crate) fn insert_mr(
     mem: Arc<MrMem>,
 ) -> Result<(Arc<RrxeMr>, u32)> {
     let dev = pd.device().data();
-    let pd_id = core::ptr::from_ref(pd) as usize;
+    let pd_id = pd_id(pd);
     let mut mem = Some(mem);
     let (_, mr) = dev.mr_pool().insert(|index| {
         let key = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
@@ -480,7 +481,7 @@ impl RrxeMr {
 pub fn lookup_mr(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
-    pd: usize,
+    pd: PdId,
     need: NeedAccess,
     iova: u64,
     len: u64,
@@ -525,7 +526,7 @@ pub fn lookup_mr(
 pub fn lookup_key(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
-    pd: usize,
+    pd: PdId,
     qpn: u32,
     need: NeedAccess,
     iova: u64,
@@ -555,7 +556,7 @@ pub enum Copy<'a> {
 pub fn copy_by_key(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
-    pd: usize,
+    pd: PdId,
     qpn: u32,
     need: NeedAccess,
     iova: u64,
@@ -590,7 +591,7 @@ pub enum LocalOpError {
 /// `access` over the pages last mapped into it, and becomes valid.
 pub fn reg_fast(
     dev: &crate::rrxe::device::RrxeDev,
-    pd: usize,
+    pd: PdId,
     mr_key: u32,
     key: u32,
     access: u32,
@@ -628,7 +629,7 @@ pub fn reg_fast(
 pub fn invalidate(
     dev: &crate::rrxe::device::RrxeDev,
     rkey: u32,
-    pd: usize,
+    pd: PdId,
 ) -> core::result::Result<(), LocalOpError> {
     if keys::key_kind(rkey) == Some(keys::KeyKind::Mr) {
         let mr = dev

@@ -14,6 +14,7 @@ use crate::logic::{
     keys,
     mw::{self, Binding, MwState, UseError},
 };
+use crate::rrxe::pd::{pd_id, PdId};
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     mr::{lookup_mr, random_key8, LocalOpError, NeedAccess, RrxeMr},
@@ -35,7 +36,7 @@ pub struct RrxeMw {
     /// Window type.
     pub ty: MwType,
     /// The PD it belongs to, as an identity.
-    pub pd: usize,
+    pub pd: PdId,
     /// State and binding, changed by binds and invalidations.
     #[pin]
     pub bind: SpinLock<MwBind>,
@@ -60,7 +61,7 @@ impl MwOps<Rrxe> for MwHandle {
     /// unbound; type 2 windows start free.
     fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
         let dev = pd.device().data();
-        let pd_id = core::ptr::from_ref(pd) as usize;
+        let pd_id = pd_id(pd);
         let (_, mw) = dev.mw_pool().insert(|index| {
             let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
             let state = mw::initial_state(ty);
@@ -112,7 +113,7 @@ pub struct MwHandle {
 pub(crate) fn resolve(
     dev: &RrxeDev,
     key: u32,
-    pd: usize,
+    pd: PdId,
     qpn: u32,
     need: NeedAccess,
     iova: u64,
@@ -157,7 +158,7 @@ pub(crate) fn resolve(
 #[expect(clippy::too_many_arguments)]
 pub fn bind_mw(
     dev: &crate::rrxe::device::RrxeDev,
-    pd: usize,
+    pd: PdId,
     qpn: u32,
     mw_rkey: u32,
     rkey: u32,
@@ -226,7 +227,7 @@ pub fn bind_mw(
 pub(crate) fn invalidate(
     dev: &RrxeDev,
     rkey: u32,
-    pd: usize,
+    pd: PdId,
 ) -> core::result::Result<(), LocalOpError> {
     if keys::key_kind(rkey) != Some(keys::KeyKind::Mw) {
         return Err(LocalOpError::BadKey);

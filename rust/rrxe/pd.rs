@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! User contexts and protection domains: a PD is counted against the
-//! device's `max_pd` for as long as it lives.
+//! device's `max_pd` for as long as it lives, and objects name their PD by
+//! its [`PdId`], which no later PD reuses.
 
 use crate::ib::{
     device::Device,
@@ -10,7 +11,7 @@ use crate::ib::{
     udata::Udata,
 };
 use crate::rrxe::device::Rrxe;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// A user context. The objects of the process (rings, device memory) hold
@@ -23,9 +24,26 @@ impl UcontextOps<Rrxe> for RrxeUcontext {
     }
 }
 
+/// A protection domain's identity: unique for the module's lifetime. A QP
+/// that another thread still holds after its destruction keeps its PD's
+/// identity, and a PD allocated later at the same address must not share
+/// it (an address as identity let such a QP accept the new PD's keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PdId(u64);
+
+/// The next PD's identity (64 bits: never wraps in practice).
+static NEXT_PD_ID: AtomicU64 = AtomicU64::new(1);
+
 /// A protection domain: counted against the device's `max_pd` from
 /// `alloc_pd` to `dealloc_pd`.
-pub struct RrxePd;
+pub struct RrxePd {
+    id: PdId,
+}
+
+/// The identity of `pd`.
+pub fn pd_id(pd: &Pd<Rrxe>) -> PdId {
+    pd.data().id
+}
 
 impl PdOps<Rrxe> for RrxePd {
     fn alloc_pd(dev: &Device<Rrxe>, _udata: Option<&Udata>) -> Result<Self> {
@@ -35,7 +53,9 @@ impl PdOps<Rrxe> for RrxePd {
                 (n < d.attrs().max_pd).then_some(n + 1)
             })
             .map_err(|_| ENOMEM)?;
-        Ok(RrxePd)
+        Ok(RrxePd {
+            id: PdId(NEXT_PD_ID.fetch_add(1, Ordering::Relaxed)),
+        })
     }
 
     fn dealloc_pd(pd: &Pd<Rrxe>) {

@@ -26,6 +26,7 @@ use crate::logic::{
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
     wqe,
 };
+use crate::rrxe::pd::{pd_id, PdId};
 use crate::rrxe::rc::RcState;
 use crate::rrxe::{
     cq::{self, CqShared},
@@ -81,7 +82,7 @@ pub struct QpShared {
     /// Every send signals a completion.
     pub sig_all: bool,
     /// The PD, as an identity.
-    pub pd: usize,
+    pub pd: PdId,
     /// Where send completions go.
     pub send_cq: Arc<CqShared>,
     /// Where receive completions go.
@@ -407,7 +408,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 ty: init.ty,
                 cap,
                 sig_all: init.sig_all,
-                pd: core::ptr::from_ref(pd) as usize,
+                pd: pd_id(pd),
                 send_cq: send_cq.clone(),
                 recv_cq: recv_cq.clone(),
                 srq: srq.clone(),

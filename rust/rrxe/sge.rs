@@ -8,6 +8,7 @@ use crate::logic::{
     access,
     wqe::{self, Payload},
 };
+use crate::rrxe::pd::PdId;
 use crate::rrxe::{device::RrxeDev, mr};
 use kernel::prelude::*;
 
@@ -65,7 +66,7 @@ impl<'a> Gather<'a> {
     }
 
     /// Fills `out` with the next bytes, through the lkeys of `pd`.
-    pub(crate) fn read(&mut self, d: &RrxeDev, pd: usize, out: &mut [u8]) -> Result {
+    pub(crate) fn read(&mut self, d: &RrxeDev, pd: PdId, out: &mut [u8]) -> Result {
         match self.payload {
             Payload::Inline { len } => {
                 let end = self.inline_off.checked_add(out.len()).ok_or(EINVAL)?;
@@ -108,7 +109,7 @@ impl<'a> Gather<'a> {
 /// Writes `data` into a receive WQE's SGEs starting `offset` bytes in.
 pub(crate) fn scatter_at(
     d: &RrxeDev,
-    pd: usize,
+    pd: PdId,
     slot: &[u8],
     n: u32,
     offset: u64,
@@ -122,7 +123,7 @@ pub(crate) fn scatter_at(
 /// local write.
 pub(crate) fn scatter_sges(
     d: &RrxeDev,
-    pd: usize,
+    pd: PdId,
     slot: &[u8],
     base: usize,
     n: u32,

@@ -16,6 +16,7 @@ use crate::logic::{
     pkt::IpOut,
     wqe::Payload,
 };
+use crate::rrxe::pd::PdId;
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
@@ -75,7 +76,7 @@ impl Packet {
     pub(crate) fn fill(
         &self,
         d: &RrxeDev,
-        pd: usize,
+        pd: PdId,
         qpn: u32,
         slot: &[u8],
         out: &mut [u8],
