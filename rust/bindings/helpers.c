@@ -156,12 +156,6 @@ struct scatterlist *rrxe_umem_sgl(struct ib_umem *umem) { return umem->sgt_appen
 
 unsigned int rrxe_umem_nents(struct ib_umem *umem) { return umem->sgt_append.sgt.orig_nents; }
 
-bool rrxe_is_err(const void *ptr) { return IS_ERR(ptr); }
-
-long rrxe_ptr_err(const void *ptr) { return PTR_ERR(ptr); }
-
-void *rrxe_err_ptr(long err) { return ERR_PTR(err); }
-
 /* Copies for DMA MRs: with virtual DMA, "DMA addresses" are kernel virtual ones. */
 long rrxe_copy_from_kernel(void *dst, u64 src, size_t len)
 { return copy_from_kernel_nofault(dst, (const void *)(uintptr_t)src, len); }

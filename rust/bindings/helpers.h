@@ -80,9 +80,6 @@ void rrxe_kunmap_local(void *addr);
 unsigned int rrxe_umem_offset(struct ib_umem *umem);
 struct scatterlist *rrxe_umem_sgl(struct ib_umem *umem);
 unsigned int rrxe_umem_nents(struct ib_umem *umem);
-bool rrxe_is_err(const void *ptr);
-long rrxe_ptr_err(const void *ptr);
-void *rrxe_err_ptr(long err);
 
 long rrxe_copy_from_kernel(void *dst, u64 src, size_t len);
 void rrxe_copy_to_kernel(u64 dst, const void *src, size_t len);

@@ -573,9 +573,6 @@ pub fn copy_by_key(
     }
 }
 
-/// Binds are the windows' (see `mw`); the transport reaches them here.
-pub use crate::rrxe::mw::bind_mw;
-
 /// Why a bind or an invalidation failed (the completion's status tells
 /// the application; the details go to the debug log only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

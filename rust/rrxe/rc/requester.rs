@@ -22,7 +22,7 @@ use crate::logic::{
 };
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
-    mr,
+    mr, mw,
     qp::{QpInner, QpShared},
     sq::take_send,
     tx::{Packet, Src},
@@ -309,7 +309,7 @@ fn local_op(d: &RrxeDev, s: &QpShared, w: &SendWqe) -> u32 {
             mw_rkey,
             rkey,
             access,
-        } => match mr::bind_mw(d, s.pd, s.qpn, mw_rkey, rkey, mr_lkey, addr, length, access) {
+        } => match mw::bind_mw(d, s.pd, s.qpn, mw_rkey, rkey, mr_lkey, addr, length, access) {
             Ok(()) => status::SUCCESS,
             Err(_) => status::MW_BIND_ERR,
         },
