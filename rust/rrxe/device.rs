@@ -92,9 +92,9 @@ impl RrxeDev {
         &self.mws
     }
 
-    /// The active MTU cell.
-    pub(crate) fn active_mtu_raw(&self) -> &AtomicU32 {
-        &self.active_mtu
+    /// The active MTU as `enum ib_mtu`.
+    pub fn active_mtu(&self) -> u32 {
+        self.active_mtu.load(Ordering::Relaxed)
     }
 
     /// Adds `n` to a port counter.

@@ -31,7 +31,6 @@ use crate::rrxe::{
     sq::take_send,
     tx,
 };
-use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// Size of the GRH at the start of every UD receive buffer.
@@ -335,11 +334,4 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         }
     }
     let _ = qp.recv_wc(&wc, dg.solicited);
-}
-
-impl RrxeDev {
-    /// The active MTU as `enum ib_mtu`.
-    pub fn active_mtu(&self) -> u32 {
-        self.active_mtu_raw().load(Ordering::Relaxed)
-    }
 }
