@@ -7,16 +7,25 @@
  * raw POST_SEND command. The kernel must stay in bounds: the run
  * ends with a check that clean UD traffic still works on the device.
  * Prints what went wrong and exits non-zero on failure.
+ *
+ * rrxe_hostile_test DEV race: a thread keeps the mapped send ring of a raw
+ * UD QP full of valid, unsignaled zero-length SENDs by moving the producer
+ * index behind the kernel's consumer, for 6 seconds, while the main thread
+ * rings the doorbell once. The doorbell must return within 2 seconds (one
+ * ring's worth of WQEs), not when the thread stops; then clean traffic.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_rxe.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rrxe_test.h"
@@ -35,11 +44,6 @@ static uint64_t rnd(void)
 	seed ^= seed << 17;
 	return seed;
 }
-
-struct mminfo {
-	uint64_t offset;
-	uint32_t size, pad;
-};
 
 /* A raw UD QP, created with the write() command so that the rings' mmap
  * info comes back to this program. */
@@ -266,6 +270,140 @@ static int clean_traffic(void)
 	return 0;
 }
 
+/* The ring header's words (rxe_queue_buf) and the first slot. */
+#define RING_PROD 128
+#define RING_CONS 256
+#define RING_DATA 384
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* A raw UD QP in RTS with its send ring mapped. */
+static int raw_rts(struct raw_qp *q, uint8_t **sq)
+{
+	int n;
+
+	if ((n = raw_create(q)))
+		FAIL("raw CREATE_QP: %s", strerror(n));
+	if ((n = raw_modify(q, IBV_QPS_INIT, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)) ||
+	    (n = raw_modify(q, IBV_QPS_RTR, IBV_QP_STATE)) ||
+	    (n = raw_modify(q, IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_SQ_PSN)))
+		FAIL("raw MODIFY_QP: %s", strerror(n));
+	*sq = mmap(NULL, q->sq.size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd, q->sq.offset);
+	if (*sq == MAP_FAILED)
+		FAIL("mapping the send ring: %s", strerror(errno));
+	return 0;
+}
+
+/* Writes a zero-length UD SEND to `qpn` through AH number `ah_num` into slot `i`. */
+static void ud_send_wqe(uint8_t *sq, unsigned i, uint32_t qpn, uint32_t ah_num, int signaled)
+{
+	uint32_t log2 = *(volatile uint32_t *)sq, mask = *(volatile uint32_t *)(sq + 4);
+	struct rxe_send_wqe *w = (void *)(sq + RING_DATA + ((size_t)(i & mask) << log2));
+
+	memset(w, 0, sizeof(*w));
+	w->wr.wr_id = i;
+	w->wr.opcode = IBV_WR_SEND;
+	w->wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+	w->wr.wr.ud.remote_qpn = qpn;
+	w->wr.wr.ud.remote_qkey = 0x1234;
+	w->wr.wr.ud.ah_num = ah_num;
+}
+
+struct racer {
+	uint8_t *sq;
+	volatile int stop;
+};
+
+/* Keeps the ring full: the producer index just behind the consumer's. */
+static void *race_indices(void *arg)
+{
+	struct racer *r = arg;
+	uint32_t mask = *(volatile uint32_t *)(r->sq + 4);
+
+	while (!r->stop) {
+		uint32_t c = *(volatile uint32_t *)(r->sq + RING_CONS);
+
+		*(volatile uint32_t *)(r->sq + RING_PROD) = (c - 1) & mask;
+	}
+	return NULL;
+}
+
+static int race(void)
+{
+	struct ibv_qp *rcv = ud_qp();
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .hop_limit = 64, .sgid_index = 1 } };
+	struct racer r = {0};
+	struct raw_qp q;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	pthread_t t;
+	int ah_num = -1, n;
+	double t0, took;
+
+	if (!rcv || ibv_query_gid(ctx, 1, 1, &aa.grh.dgid))
+		FAIL("receiver: %s", strerror(errno));
+	ah = ibv_create_ah(pd, &aa);
+	if (!ah)
+		FAIL("AH: %s", strerror(errno));
+	/* The AH's number: a signaled SEND per guess, each on a fresh QP (a
+	 * wrong number puts the QP in ERR). */
+	for (uint32_t k = 1; k < 64 && ah_num < 0; k++) {
+		uint8_t *sq;
+
+		if (raw_rts(&q, &sq))
+			return 1;
+		ud_send_wqe(sq, 0, rcv->qp_num, k, 1);
+		memset(&wc, 0, sizeof(wc));
+		wc.status = IBV_WC_GENERAL_ERR;
+		*(volatile uint32_t *)(sq + RING_PROD) = 1;
+		if ((n = doorbell(q.handle)))
+			FAIL("probe doorbell: %s", strerror(n));
+		for (int i = 0; i < 1000 && ibv_poll_cq(cq, 1, &wc) == 0; i++)
+			usleep(1000);
+		if (wc.status == IBV_WC_SUCCESS)
+			ah_num = k;
+		munmap(sq, q.sq.size);
+		if ((n = raw_destroy(&q)))
+			FAIL("destroy: %s", strerror(n));
+	}
+	if (ah_num < 0)
+		FAIL("found no AH number that works");
+
+	if (raw_rts(&q, &r.sq))
+		return 1;
+	for (unsigned i = 0; i <= *(uint32_t *)(r.sq + 4); i++)
+		ud_send_wqe(r.sq, i, rcv->qp_num, ah_num, 0);
+	if (pthread_create(&t, NULL, race_indices, &r))
+		FAIL("pthread_create");
+	usleep(50000);
+	t0 = now_s();
+	n = doorbell(q.handle);
+	took = now_s() - t0;
+	/* The racer runs 6 s in all. */
+	usleep(took < 5.9 ? (useconds_t)((5.9 - took) * 1e6) : 0);
+	r.stop = 1;
+	pthread_join(t, NULL);
+	if (n)
+		FAIL("racing doorbell: %s", strerror(n));
+	if (took > 2.0)
+		FAIL("the doorbell took %.2f s while the producer index kept moving", took);
+	if (ibv_poll_cq(cq, 1, &wc) != 0)
+		FAIL("an unsignaled SEND completed (status %d)", wc.status);
+	printf("racing doorbell returned in %.3f s\n", took);
+	munmap(r.sq, q.sq.size);
+	if ((n = raw_destroy(&q)))
+		FAIL("destroy: %s", strerror(n));
+	ibv_destroy_ah(ah);
+	ibv_destroy_qp(rcv);
+	return clean_traffic();
+}
+
 int main(int argc, char **argv)
 {
 	int rounds, n;
@@ -283,6 +421,8 @@ int main(int argc, char **argv)
 	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!cq || !mr)
 		FAIL("setup: %s", strerror(errno));
+	if (argc > 2 && !strcmp(argv[2], "race"))
+		return race();
 	/* A clean sender whose datagrams land in the hostile receive rings. */
 	union ibv_gid gid;
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .hop_limit = 64, .sgid_index = 1 } };
