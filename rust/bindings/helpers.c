@@ -104,6 +104,8 @@ void rrxe_dev_put(struct net_device *ndev) { dev_put(ndev); }
 
 unsigned int rrxe_num_possible_cpus(void) { return num_possible_cpus(); }
 
+void rrxe_cond_resched(void) { cond_resched(); }
+
 u64 rrxe_bit_ull(unsigned int nr) { return BIT_ULL(nr); }
 
 struct ib_device *rrxe_ib_device_get_by_netdev(struct net_device *ndev)

@@ -53,6 +53,7 @@ bool rrxe_is_vlan_dev(struct net_device *ndev);
 struct net *rrxe_dev_net(struct net_device *ndev);
 void rrxe_dev_put(struct net_device *ndev);
 unsigned int rrxe_num_possible_cpus(void);
+void rrxe_cond_resched(void);
 u64 rrxe_bit_ull(unsigned int nr);
 struct ib_device *rrxe_ib_device_get_by_netdev(struct net_device *ndev);
 bool rrxe_netif_is_up(struct net_device *ndev);

@@ -67,6 +67,17 @@ pub fn num_possible_cpus() -> u32 {
     unsafe { bindings::rrxe_num_possible_cpus() }
 }
 
+/// Yields the CPU if a reschedule is due (`cond_resched`). For loops that
+/// may run long in process context.
+///
+/// Must not be called in atomic context (under a spinlock, in softirq or
+/// hardirq); `might_sleep` debugging reports it there.
+pub fn cond_resched() {
+    // SAFETY: Plain call; it may sleep, which the documented contract of
+    // this function leaves to the caller's context.
+    unsafe { bindings::rrxe_cond_resched() };
+}
+
 /// Whether a rate-limited message may be printed now (`printk_ratelimit`).
 pub fn printk_ratelimit() -> bool {
     // SAFETY: Plain call into the printk rate limiter.

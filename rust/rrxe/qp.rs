@@ -666,14 +666,22 @@ pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
         qp_cookie: s.handle,
         ..Default::default()
     };
-    while g.sq.pop(&mut slot) {
+    // At most one ring's worth each: this runs under a spinlock, and a
+    // process that keeps moving its producer index must not keep it here.
+    for _ in 0..g.sq.geometry().slots() {
+        if !g.sq.pop(&mut slot) {
+            break;
+        }
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         if s.send_wc(&wc).is_err() {
             break;
         }
     }
     if let Some(rq) = g.rq.as_mut() {
-        while rq.pop(&mut slot) {
+        for _ in 0..rq.geometry().slots() {
+            if !rq.pop(&mut slot) {
+                break;
+            }
             wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
             if s.recv_wc(&wc, false).is_err() {
                 break;

@@ -51,10 +51,14 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     if s.is_dead() {
         return Ok(());
     }
-    let size = s.inner.lock().sq.geometry().elem_size();
+    let geo = s.inner.lock().sq.geometry();
     let mut slot = KVec::new();
-    slot.resize(size, 0u8, GFP_KERNEL)?;
-    loop {
+    slot.resize(geo.elem_size(), 0u8, GFP_KERNEL)?;
+    // At most one ring's worth per doorbell: every WQE posted before it is
+    // within that many, and a process that keeps moving its producer index
+    // cannot keep the kernel here. Later WQEs have their own doorbell.
+    for _ in 0..geo.slots() {
+        crate::ib::cond_resched();
         let (attrs, signaled) = {
             let mut g = s.inner.lock();
             if g.attrs.state != QpState::Rts || !g.sq.pop(&mut slot) {

@@ -163,6 +163,8 @@ fn send_packets(
     let mut sent = 0u64;
     let mut st = status::SUCCESS;
     for i in 0..n {
+        // A message may be a million packets: let others run between them.
+        crate::ib::cond_resched();
         // A local peer destroyed mid-message (its process killed, say)
         // takes nothing more: the rest of the message is lost, as it would
         // be on the wire, and the QP is let go at once.

@@ -40,6 +40,9 @@ enum Step {
     /// Run the local operation (bind, invalidate, registration) of the
     /// oldest WQE, in shadow slot `slot`.
     Local(usize),
+    /// This run has taken as many new WQEs as the ring holds: the rest
+    /// wait for the QP's task.
+    Yield,
 }
 
 /// Runs the requester (the doorbell, and the QP's task): timers first,
@@ -56,15 +59,24 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         let rc = s.rc.lock();
         slot.resize(rc.elem, 0u8, GFP_KERNEL)?;
     }
+    // At most one ring's worth of new WQEs per run, so that a process that
+    // keeps moving its producer index cannot keep the kernel here; every
+    // WQE posted before a doorbell is within that many.
+    let mut budget = s.rc.lock().win.mask + 1;
     loop {
+        crate::ib::cond_resched();
         let (step, a) = {
             let mut rc = s.rc.lock();
             let mut g = s.inner.lock();
-            let step = prepare(dev, s, &mut rc, &mut g, &mut slot);
+            let step = prepare(dev, s, &mut rc, &mut g, &mut slot, &mut budget);
             (step, g.attrs)
         };
         match step {
             Step::Idle => break,
+            Step::Yield => {
+                s.kick();
+                break;
+            }
             Step::Again => continue,
             Step::Local(i) => run_local(dev.data(), s, i),
             Step::Send(tx, i) => {
@@ -102,6 +114,7 @@ fn prepare(
     rc: &mut RcState,
     g: &mut QpInner,
     slot: &mut [u8],
+    budget: &mut u32,
 ) -> Step {
     let a = g.attrs;
     if a.state != QpState::Rts || rc.rnr_until.is_some() {
@@ -114,6 +127,10 @@ fn prepare(
         if rc.win.full() || !g.sq.peek(k, slot) {
             return Step::Idle;
         }
+        if *budget == 0 {
+            return Step::Yield;
+        }
+        *budget -= 1;
         take_new(dev, s, rc, &a, i, slot);
     } else {
         slot.copy_from_slice(rc.shadow(i));

@@ -261,6 +261,7 @@ fn send_read(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, buf: &mut KVVec<u8>,
     let n = packets(u64::from(len), mtu as u32) as u32;
     let mut off = 0u64;
     for j in 0..n {
+        crate::ib::cond_resched();
         // A responder destroyed mid-read (its process killed, say) sends
         // nothing more.
         if s.is_dead() {
