@@ -9,7 +9,7 @@
  * Prints what went wrong and exits non-zero on failure.
  *
  * rrxe_hostile_test DEV race: a thread keeps the mapped send ring of a raw
- * UD QP full of valid, unsignaled zero-length SENDs by moving the producer
+ * UD QP (4096 slots) full of valid, unsignaled 1 KiB SENDs by moving the producer
  * index behind the kernel's consumer, for 6 seconds, while the main thread
  * rings the doorbell once. The doorbell must return within 2 seconds (one
  * ring's worth of WQEs), not when the thread stops; then clean traffic.
@@ -52,7 +52,7 @@ struct raw_qp {
 	struct mminfo rq, sq;
 };
 
-static int raw_create(struct raw_qp *q)
+static int raw_create(struct raw_qp *q, uint32_t max_send_wr)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -72,7 +72,7 @@ static int raw_create(struct raw_qp *q)
 	req.cmd.pd_handle = pd->handle;
 	req.cmd.send_cq_handle = cq->handle;
 	req.cmd.recv_cq_handle = cq->handle;
-	req.cmd.max_send_wr = 32;
+	req.cmd.max_send_wr = max_send_wr;
 	req.cmd.max_recv_wr = 32;
 	req.cmd.max_send_sge = 4;
 	req.cmd.max_recv_sge = 4;
@@ -158,6 +158,9 @@ static int doorbell(uint32_t handle)
 	req.hdr.out_words = sizeof(resp) / 4;
 	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.qp_handle = handle;
+	/* No work requests, but uverbs wants a plausible size for them (as
+	 * librxe's doorbell passes): without it the command stops there. */
+	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
 	return write(ctx->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
 }
 
@@ -284,11 +287,11 @@ static double now_s(void)
 }
 
 /* A raw UD QP in RTS with its send ring mapped. */
-static int raw_rts(struct raw_qp *q, uint8_t **sq)
+static int raw_rts(struct raw_qp *q, uint8_t **sq, uint32_t max_send_wr)
 {
 	int n;
 
-	if ((n = raw_create(q)))
+	if ((n = raw_create(q, max_send_wr)))
 		FAIL("raw CREATE_QP: %s", strerror(n));
 	if ((n = raw_modify(q, IBV_QPS_INIT, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)) ||
 	    (n = raw_modify(q, IBV_QPS_RTR, IBV_QP_STATE)) ||
@@ -300,8 +303,11 @@ static int raw_rts(struct raw_qp *q, uint8_t **sq)
 	return 0;
 }
 
-/* Writes a zero-length UD SEND to `qpn` through AH number `ah_num` into slot `i`. */
-static void ud_send_wqe(uint8_t *sq, unsigned i, uint32_t qpn, uint32_t ah_num, int signaled)
+/*
+ * Writes a UD SEND of `len` bytes of `buf` to `qpn` through AH number
+ * `ah_num` into slot `i`.
+ */
+static void ud_send_wqe(uint8_t *sq, unsigned i, uint32_t qpn, uint32_t ah_num, int signaled, uint32_t len)
 {
 	uint32_t log2 = *(volatile uint32_t *)sq, mask = *(volatile uint32_t *)(sq + 4);
 	struct rxe_send_wqe *w = (void *)(sq + RING_DATA + ((size_t)(i & mask) << log2));
@@ -313,20 +319,30 @@ static void ud_send_wqe(uint8_t *sq, unsigned i, uint32_t qpn, uint32_t ah_num, 
 	w->wr.wr.ud.remote_qpn = qpn;
 	w->wr.wr.ud.remote_qkey = 0x1234;
 	w->wr.wr.ud.ah_num = ah_num;
+	if (len) {
+		w->dma.length = len;
+		w->dma.num_sge = 1;
+		w->dma.sge[0].addr = (uintptr_t)buf;
+		w->dma.sge[0].length = len;
+		w->dma.sge[0].lkey = mr->lkey;
+	}
 }
 
 struct racer {
 	uint8_t *sq;
-	volatile int stop;
+	double until;
 };
 
-/* Keeps the ring full: the producer index just behind the consumer's. */
+/*
+ * Keeps the ring full (the producer index just behind the consumer's)
+ * until its time is up.
+ */
 static void *race_indices(void *arg)
 {
 	struct racer *r = arg;
 	uint32_t mask = *(volatile uint32_t *)(r->sq + 4);
 
-	while (!r->stop) {
+	while (now_s() < r->until) {
 		uint32_t c = *(volatile uint32_t *)(r->sq + RING_CONS);
 
 		*(volatile uint32_t *)(r->sq + RING_PROD) = (c - 1) & mask;
@@ -356,9 +372,9 @@ static int race(void)
 	for (uint32_t k = 1; k < 64 && ah_num < 0; k++) {
 		uint8_t *sq;
 
-		if (raw_rts(&q, &sq))
+		if (raw_rts(&q, &sq, 32))
 			return 1;
-		ud_send_wqe(sq, 0, rcv->qp_num, k, 1);
+		ud_send_wqe(sq, 0, rcv->qp_num, k, 1, 0);
 		memset(&wc, 0, sizeof(wc));
 		wc.status = IBV_WC_GENERAL_ERR;
 		*(volatile uint32_t *)(sq + RING_PROD) = 1;
@@ -375,19 +391,21 @@ static int race(void)
 	if (ah_num < 0)
 		FAIL("found no AH number that works");
 
-	if (raw_rts(&q, &r.sq))
+	/*
+	 * A big ring of 1 KiB SENDs: a pass over it takes the kernel long
+	 * enough that the racing thread always moves the index in time.
+	 */
+	if (raw_rts(&q, &r.sq, 4096))
 		return 1;
 	for (unsigned i = 0; i <= *(uint32_t *)(r.sq + 4); i++)
-		ud_send_wqe(r.sq, i, rcv->qp_num, ah_num, 0);
+		ud_send_wqe(r.sq, i, rcv->qp_num, ah_num, 0, 1024);
+	r.until = now_s() + 6;
 	if (pthread_create(&t, NULL, race_indices, &r))
 		FAIL("pthread_create");
 	usleep(50000);
 	t0 = now_s();
 	n = doorbell(q.handle);
 	took = now_s() - t0;
-	/* The racer runs 6 s in all. */
-	usleep(took < 5.9 ? (useconds_t)((5.9 - took) * 1e6) : 0);
-	r.stop = 1;
 	pthread_join(t, NULL);
 	if (n)
 		FAIL("racing doorbell: %s", strerror(n));
@@ -440,7 +458,7 @@ int main(int argc, char **argv)
 		struct raw_qp q;
 		uint8_t *rq, *sq;
 
-		if ((n = raw_create(&q)))
+		if ((n = raw_create(&q, 32)))
 			FAIL("round %d: raw CREATE_QP: %s", round, strerror(n));
 		if ((n = raw_modify(&q, IBV_QPS_INIT, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY)) ||
 		    (n = raw_modify(&q, IBV_QPS_RTR, IBV_QP_STATE)) ||
