@@ -195,6 +195,19 @@ impl QpShared {
         cq::post(&self.send_cq, wc, false)
     }
 
+    /// Completes a receive WQE a responder held (copied out of its ring)
+    /// with `IB_WC_WR_FLUSH_ERR`, as the ERR flush does the ring's.
+    pub fn flush_held(&self, slot: &[u8]) {
+        let wc = Wc {
+            status: status::WR_FLUSH_ERR,
+            qp_num: self.qpn,
+            qp_cookie: self.handle,
+            wr_id: wqe::wr_id(slot).unwrap_or(0),
+            ..Default::default()
+        };
+        let _ = self.recv_wc(&wc, false);
+    }
+
     /// Posts a completion to the receive CQ, as [`Self::send_wc`] does.
     pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> Result {
         if self.is_dead() {
@@ -513,14 +526,7 @@ impl QpOps<Rrxe> for RrxeQp {
         if to_err {
             // A receive WQE kept by the UC responder is flushed too.
             if let Some((slot, _)) = rx.held.take() {
-                let wc = Wc {
-                    status: status::WR_FLUSH_ERR,
-                    qp_num: s.qpn,
-                    qp_cookie: s.handle,
-                    wr_id: wqe::wr_id(&slot).unwrap_or(0),
-                    ..Default::default()
-                };
-                let _ = s.recv_wc(&wc, false);
+                s.flush_held(&slot);
             }
             rx.seq.msg = None;
             rx.write = None;

@@ -5,10 +5,8 @@
 //! responder's expected PSN, message in progress and resources.
 
 use crate::logic::{
-    cqe::{status, Wc},
     flights::{Flight, Window},
     rc::Backoff,
-    wqe,
 };
 use crate::rrxe::qp::QpShared;
 use kernel::{
@@ -186,14 +184,7 @@ impl RcState {
     /// completes them).
     pub fn on_error(&mut self, s: &QpShared) {
         if let Some((slot, _)) = self.held.take() {
-            let wc = Wc {
-                status: status::WR_FLUSH_ERR,
-                qp_num: s.qpn,
-                qp_cookie: s.handle,
-                wr_id: wqe::wr_id(&slot).unwrap_or(0),
-                ..Default::default()
-            };
-            let _ = s.recv_wc(&wc, false);
+            s.flush_held(&slot);
         }
         self.msg = None;
         self.write = None;
