@@ -195,6 +195,18 @@ impl QpShared {
         cq::post(&self.send_cq, wc, false)
     }
 
+    /// The attributes of a connected QP whose responder may take a packet
+    /// from `sgid` to `dgid`: it is in a receiving state (RTR or later) and
+    /// connected to that peer. `None` otherwise (the packet is dropped).
+    pub fn responder_attrs(&self, sgid: &[u8; 16], dgid: &[u8; 16]) -> Option<QpAttrs> {
+        let a = self.inner.lock().attrs;
+        let receiving = matches!(
+            a.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        );
+        (receiving && *sgid == a.av.dgid && *dgid == a.av.sgid).then_some(a)
+    }
+
     /// Completes a receive WQE a responder held (copied out of its ring)
     /// with `IB_WC_WR_FLUSH_ERR`, as the ERR flush does the ring's.
     pub fn flush_held(&self, slot: &[u8]) {

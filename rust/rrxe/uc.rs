@@ -19,7 +19,7 @@ use crate::logic::{
     cqe::{flags, status, Wc},
     hdr::{Bth, Headers, Reth},
     mtu::mtu_bytes,
-    qp::{QpAttrs, QpState},
+    qp::QpAttrs,
     uc::{self as seq, Kind, Pos, Verdict},
     wqe::{self, Opcode, Payload, SendWqe, Transport, WrDetail},
 };
@@ -238,17 +238,10 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     let Some((kind, pos, _)) = seq::classify(p.opcode) else {
         return;
     };
-    let a = qp.inner.lock().attrs;
-    if !matches!(
-        a.state,
-        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-    ) {
-        return;
-    }
     // Connected: only the peer the QP was connected to may send to it.
-    if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
+    let Some(a) = qp.responder_attrs(&p.sgid, &p.dgid) else {
         return;
-    }
+    };
     let mtu = mtu_bytes(a.path_mtu);
     // Every packet but a message's last carries exactly one MTU.
     let bad_len = if pos.ends() {

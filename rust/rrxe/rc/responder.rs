@@ -9,7 +9,7 @@ use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
     cqe::Wc,
     hdr::{Aeth, Bth, Headers},
-    qp::{QpAttrs, QpState},
+    qp::QpAttrs,
     rc::{self, op, Nak, PsnCheck, Req, Syndrome},
     uc::{packets, psn_add, Pos},
     wqe,
@@ -54,16 +54,9 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     let Some((req, pos)) = rc::classify_req(p.opcode) else {
         return;
     };
-    let a = s.inner.lock().attrs;
-    if !matches!(
-        a.state,
-        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-    ) {
+    let Some(a) = s.responder_attrs(&p.sgid, &p.dgid) else {
         return;
-    }
-    if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
-        return;
-    }
+    };
     let d = dev.data();
     let reply = {
         let mut rc = s.rc.lock();
