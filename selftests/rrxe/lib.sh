@@ -179,7 +179,20 @@ pair() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	if ! "${pc[@]}" timeout 100 "$@" >"$PAIR_DIR/client" 2>&1 </dev/null; then
+	rc=0
+	"${pc[@]}" timeout 100 "$@" >"$PAIR_DIR/client" 2>&1 </dev/null || rc=$?
+	# An rdma_cm ID shows LISTEN a moment before the IB CM listens for it
+	# on each device; a client that connects in that moment is rejected
+	# with reason 8 (invalid service ID). That is the harness's race, not
+	# the provider's: try once more while the server still waits.
+	if [ "$rc" -ne 0 ] && [[ $how == cm:* ]] && kill -0 "$pid" 2>/dev/null &&
+		grep -q "REJECTED; error: 8" "$PAIR_DIR/client"; then
+		echo "# rejected as no listener yet; the client tries once more"
+		sleep 1
+		rc=0
+		"${pc[@]}" timeout 100 "$@" >"$PAIR_DIR/client" 2>&1 </dev/null || rc=$?
+	fi
+	if [ "$rc" -ne 0 ]; then
 		echo "client failed: $*"
 		tail -n 40 "$PAIR_DIR/client"
 		kill "$pid" 2>/dev/null
