@@ -17,19 +17,14 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_cache.h>
 
+#include "kverbs.h"
+
 static char *netdev = "";
 module_param(netdev, charp, 0444);
 MODULE_PARM_DESC(netdev, "netdev whose RXE-driver RDMA device to test");
 
 #define NPAGES 20
 #define MR_INDEX_MAX (1u << 19)
-
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		pr_err("rrxe_kverbs_test: FAIL " __VA_ARGS__);		\
-		return -EINVAL;						\
-	}								\
-} while (0)
 
 static bool mr_key_ok(u32 key)
 {
@@ -434,12 +429,15 @@ out_free:
 	return ret;
 }
 
-/* An RC QP of `pd` on `cq`, in INIT with remote read and write allowed. */
-static struct ib_qp *rc_qp(struct ib_pd *pd, struct ib_cq *cq)
+/*
+ * An RC QP of `pd` on `cq`, with `depth` send and receive WRs, in INIT with
+ * remote read and write allowed.
+ */
+struct ib_qp *kverbs_rc_qp(struct ib_pd *pd, struct ib_cq *cq, u32 depth)
 {
 	struct ib_qp_init_attr ia = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = IB_QPT_RC, .sq_sig_type = IB_SIGNAL_REQ_WR,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2 },
+		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 2, .max_recv_sge = 2 },
 	};
 	struct ib_qp_attr a = {
 		.qp_state = IB_QPS_INIT, .port_num = 1,
@@ -459,7 +457,7 @@ static struct ib_qp *rc_qp(struct ib_pd *pd, struct ib_cq *cq)
 }
 
 /* Takes RC QP `qp` to RTS, connected to `peer` through GID 0 of port 1. */
-static int rc_connect(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid)
+int kverbs_rc_connect(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid)
 {
 	struct ib_qp_attr a = {
 		.qp_state = IB_QPS_RTR, .path_mtu = IB_MTU_1024, .dest_qp_num = peer->qp_num,
@@ -546,13 +544,13 @@ static int check_rc_traffic(struct ib_device *dev, struct ib_pd *pd)
 		goto out;
 	}
 	ret = -EINVAL;
-	a = rc_qp(pd, cq);
-	b = IS_ERR(a) ? NULL : rc_qp(pd, cq);
+	a = kverbs_rc_qp(pd, cq, 16);
+	b = IS_ERR(a) ? NULL : kverbs_rc_qp(pd, cq, 16);
 	if (IS_ERR_OR_NULL(a) || IS_ERR_OR_NULL(b)) {
 		pr_err("rrxe_kverbs_test: FAIL kernel RC QPs: %ld %ld\n", PTR_ERR(a), PTR_ERR(b));
 		goto out;
 	}
-	ret = rc_connect(a, b, &gid) ?: rc_connect(b, a, &gid);
+	ret = kverbs_rc_connect(a, b, &gid) ?: kverbs_rc_connect(b, a, &gid);
 	if (ret) {
 		pr_err("rrxe_kverbs_test: FAIL kernel RC connect: %d\n", ret);
 		goto out;
@@ -712,7 +710,7 @@ static int __init rrxe_kverbs_test_init(void)
 			ret = PTR_ERR(pd);
 		} else {
 			ret = check_alloc_mr(pd) ?: check_map_mr_sg(dev, pd) ?: check_ud_traffic(dev, pd) ?:
-			      check_rc_traffic(dev, pd);
+			      check_rc_traffic(dev, pd) ?: kverbs_check_contexts(dev, pd);
 			ib_dealloc_pd(pd);
 		}
 	}

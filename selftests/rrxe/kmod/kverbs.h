@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What the parts of rrxe_kverbs_test share. */
+#ifndef RRXE_KVERBS_H
+#define RRXE_KVERBS_H
+
+#include <rdma/ib_verbs.h>
+
+#define CHECK(cond, ...) do {						\
+	if (!(cond)) {							\
+		pr_err("rrxe_kverbs_test: FAIL " __VA_ARGS__);		\
+		return -EINVAL;						\
+	}								\
+} while (0)
+
+struct ib_qp *kverbs_rc_qp(struct ib_pd *pd, struct ib_cq *cq, u32 depth);
+int kverbs_rc_connect(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid);
+int kverbs_check_contexts(struct ib_device *dev, struct ib_pd *pd);
+
+#endif
