@@ -106,6 +106,11 @@ unsigned int rrxe_num_possible_cpus(void) { return num_possible_cpus(); }
 
 void rrxe_cond_resched(void) { cond_resched(); }
 
+void rrxe_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *))
+{ init_irq_work(work, func); }
+
+bool rrxe_irq_work_is_busy(struct irq_work *work) { return irq_work_is_busy(work); }
+
 u64 rrxe_bit_ull(unsigned int nr) { return BIT_ULL(nr); }
 
 struct ib_device *rrxe_ib_device_get_by_netdev(struct net_device *ndev)

@@ -6,6 +6,7 @@
 #ifndef RRXE_HELPERS_H
 #define RRXE_HELPERS_H
 
+#include <linux/irq_work.h>
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
@@ -54,6 +55,8 @@ struct net *rrxe_dev_net(struct net_device *ndev);
 void rrxe_dev_put(struct net_device *ndev);
 unsigned int rrxe_num_possible_cpus(void);
 void rrxe_cond_resched(void);
+void rrxe_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *));
+bool rrxe_irq_work_is_busy(struct irq_work *work);
 u64 rrxe_bit_ull(unsigned int nr);
 struct ib_device *rrxe_ib_device_get_by_netdev(struct net_device *ndev);
 bool rrxe_netif_is_up(struct net_device *ndev);

@@ -194,38 +194,44 @@ impl<T: Driver> CqRef<T> {
         )
     }
 
-    /// Calls the consumer's completion handler.
-    ///
-    /// # Safety
-    ///
-    /// The CQ must not have been destroyed (see the type invariant).
-    pub unsafe fn notify(&self) {
-        let cq = self.0.as_ptr();
-        // SAFETY: Alive by the caller's promise; the core set the handler
-        // and context before `create_cq`.
-        unsafe {
-            if let Some(h) = (*cq).comp_handler {
-                h(cq, (*cq).cq_context);
-            }
+    /// The C object, for [`super::upcall::Upcalls::attach_cq`].
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_cq {
+        self.0.as_ptr()
+    }
+}
+
+/// Calls the consumer's completion handler of `cq` (from
+/// [`super::upcall`]).
+///
+/// # Safety
+///
+/// `cq` must be a live CQ.
+pub(super) unsafe fn deliver_completion(cq: *mut bindings::ib_cq) {
+    // SAFETY: Alive by the caller's promise; the core set the handler and
+    // context before `create_cq`.
+    unsafe {
+        if let Some(h) = (*cq).comp_handler {
+            h(cq, (*cq).cq_context);
         }
     }
+}
 
-    /// Raises `IB_EVENT_CQ_ERR` (the CQ overflowed).
-    ///
-    /// # Safety
-    ///
-    /// As for [`notify`](Self::notify).
-    pub unsafe fn raise_error(&self) {
-        let cq = self.0.as_ptr();
-        // SAFETY: As in `notify`; the event is read during the call only.
-        unsafe {
-            if let Some(h) = (*cq).event_handler {
-                let mut ev: bindings::ib_event = core::mem::zeroed();
-                ev.device = (*cq).device;
-                *ev.element.cq.as_mut() = cq;
-                ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
-                h(&mut ev, (*cq).cq_context);
-            }
+/// Raises `IB_EVENT_CQ_ERR` (the CQ overflowed) on `cq` (from
+/// [`super::upcall`]).
+///
+/// # Safety
+///
+/// As for [`deliver_completion`].
+pub(super) unsafe fn deliver_error(cq: *mut bindings::ib_cq) {
+    // SAFETY: As in `deliver_completion`; the event is read during the
+    // call only.
+    unsafe {
+        if let Some(h) = (*cq).event_handler {
+            let mut ev: bindings::ib_event = core::mem::zeroed();
+            ev.device = (*cq).device;
+            *ev.element.cq.as_mut() = cq;
+            ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+            h(&mut ev, (*cq).cq_context);
         }
     }
 }

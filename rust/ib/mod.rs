@@ -36,6 +36,7 @@ pub mod srq;
 pub mod stats;
 pub mod udata;
 pub mod umem;
+pub mod upcall;
 pub mod wr;
 
 /// Initialises the layer's global state.

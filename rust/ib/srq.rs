@@ -139,24 +139,28 @@ impl<T: Driver> SrqRef<T> {
         )
     }
 
-    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`.
-    ///
-    /// # Safety
-    ///
-    /// The SRQ must not have been destroyed (see the type invariant).
-    pub unsafe fn raise_limit_reached(&self) {
-        let srq = self.0.as_ptr();
-        // SAFETY: Alive by the caller's promise; the core set the handler
-        // and context before `create_srq` and they stay while the SRQ
-        // lives; the event is read during the call only.
-        unsafe {
-            if let Some(h) = (*srq).event_handler {
-                let mut ev: bindings::ib_event = core::mem::zeroed();
-                ev.device = (*srq).device;
-                *ev.element.srq.as_mut() = srq;
-                ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
-                h(&mut ev, (*srq).srq_context);
-            }
+    /// The C object, for [`super::upcall::Upcalls::attach_srq`].
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_srq {
+        self.0.as_ptr()
+    }
+}
+
+/// Raises `IB_EVENT_SRQ_LIMIT_REACHED` on `srq` (from [`super::upcall`]).
+///
+/// # Safety
+///
+/// `srq` must be a live SRQ.
+pub(super) unsafe fn deliver_limit(srq: *mut bindings::ib_srq) {
+    // SAFETY: Alive by the caller's promise; the core set the handler and
+    // context before `create_srq` and they stay while the SRQ lives; the
+    // event is read during the call only.
+    unsafe {
+        if let Some(h) = (*srq).event_handler {
+            let mut ev: bindings::ib_event = core::mem::zeroed();
+            ev.device = (*srq).device;
+            *ev.element.srq.as_mut() = srq;
+            ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+            h(&mut ev, (*srq).srq_context);
         }
     }
 }

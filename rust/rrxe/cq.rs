@@ -14,6 +14,7 @@ use crate::ib::{
     device::Device,
     object::{Cq, Ucontext},
     udata::Udata,
+    upcall::{self, Upcalls},
 };
 use crate::logic::{
     cqe::Wc,
@@ -25,9 +26,9 @@ use crate::rrxe::{
 };
 use core::sync::atomic::Ordering;
 use kernel::{
-    new_spinlock,
+    new_spinlock_irq,
     prelude::*,
-    sync::{Arc, SpinLock},
+    sync::{Arc, SpinLockIrq},
 };
 
 /// Largest CQ ring buffer: rxe's `max_cqe` in 128-byte slots, plus the
@@ -49,14 +50,24 @@ enum Ring {
 struct Inner {
     ring: Ring,
     arm: Option<NotifyArm>,
-    /// The C object, for notifications; `None` once the CQ is destroyed.
-    cq: Option<CqRef<Rrxe>>,
+    /// Whether the C object still exists; posting to a destroyed CQ does
+    /// nothing.
+    alive: bool,
 }
 
 /// A CQ's state, shared with the QPs that complete to it (which may hold
 /// it past the CQ's destruction: then posting does nothing).
+///
+/// Kernel consumers poll, arm and post from any context (`IB_POLL_SOFTIRQ`
+/// CQs are polled in softirq, RDS posts from tasklets): the lock is
+/// irq-safe, and the consumer's handlers run from `upcalls`, never under
+/// it.
+#[pin_data]
 pub struct CqShared {
-    inner: Pin<KBox<SpinLock<Inner>>>,
+    #[pin]
+    inner: SpinLockIrq<Inner>,
+    #[pin]
+    upcalls: Upcalls,
 }
 
 /// A completion queue as the core holds it.
@@ -73,15 +84,19 @@ impl CqOps<Rrxe> for RrxeCq {
         // user ring goes back to its context now (a QP that another thread
         // still holds may keep this state alive), and is freed outside the
         // lock.
+        let sh = &cq.data().shared;
         let ring = {
-            let mut g = cq.data().shared.inner.lock();
-            g.cq = None;
+            let mut g = sh.inner.lock();
+            g.alive = false;
             match &mut g.ring {
                 Ring::User { ring, .. } => Some(ring.release()),
                 Ring::Kernel { .. } => None,
             }
         };
         drop(ring);
+        // Every upcall was raised under the lock while `alive`: wait for
+        // the last one's delivery.
+        sh.upcalls.detach();
         cq.device()
             .data()
             .cq_count()
@@ -144,20 +159,26 @@ impl CqOps<Rrxe> for RrxeCq {
             Ring::User { ring, .. } => ring.geometry().index_mask,
             Ring::Kernel { geo, .. } => geo.index_mask,
         };
-        let shared = KBox::pin_init(
-            new_spinlock!(
-                Inner {
-                    ring,
-                    arm: None,
-                    cq: Some(this)
-                },
-                "rrxe::CqShared::inner"
-            ),
+        let shared = Arc::pin_init(
+            pin_init!(CqShared {
+                inner <- new_spinlock_irq!(
+                    Inner {
+                        ring,
+                        arm: None,
+                        alive: true,
+                    },
+                    "rrxe::CqShared::inner"
+                ),
+                upcalls <- Upcalls::new(),
+            }),
             GFP_KERNEL,
-        )
-        .and_then(|inner| Ok(Arc::new(CqShared { inner }, GFP_KERNEL)?));
+        );
         match shared {
-            Ok(shared) => Ok((RrxeCq { shared }, cqe)),
+            Ok(shared) => {
+                // SAFETY: `destroy_cq` detaches before the CQ goes.
+                unsafe { shared.upcalls.attach_cq(&this) };
+                Ok((RrxeCq { shared }, cqe))
+            }
             Err(e) => {
                 d.cq_count().fetch_sub(1, Ordering::Relaxed);
                 Err(e)
@@ -278,15 +299,17 @@ fn kernel_ring(entries: u32) -> Result<Ring> {
     })
 }
 
-/// Adds a completion; the data path's entry point. An armed CQ calls its
-/// handler (solicited-only arms fire for solicited and error completions);
-/// a full CQ raises `IB_EVENT_CQ_ERR` and the completion is lost (`ENOSPC`).
-/// A destroyed CQ takes nothing (`ENODEV`).
+/// Adds a completion; the data path's entry point, callable in any
+/// context and under the QP's lock. An armed CQ calls its handler
+/// (solicited-only arms fire for solicited and error completions); a full
+/// CQ raises `IB_EVENT_CQ_ERR` and the completion is lost (`ENOSPC`). Both
+/// upcalls run later, from the CQ's `irq_work`, with no lock held. A
+/// destroyed CQ takes nothing (`ENODEV`).
 pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
     let mut g = cq.inner.lock();
-    let Some(h) = g.cq.as_ref().map(core::ptr::from_ref) else {
+    if !g.alive {
         return Err(ENODEV);
-    };
+    }
     let ok = match &mut g.ring {
         Ring::User { ring, .. } => ring.push(&wc.to_uverbs()),
         Ring::Kernel {
@@ -307,9 +330,7 @@ pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
         }
     };
     if !ok {
-        // SAFETY: The CQ is not destroyed while `cq` is set, and the lock
-        // is held (`h` points into the guarded data).
-        unsafe { (*h).raise_error() };
+        cq.upcalls.raise(upcall::CQ_ERROR);
         return Err(ENOSPC);
     }
     let fire = match g.arm {
@@ -319,8 +340,7 @@ pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
     };
     if fire {
         g.arm = None;
-        // SAFETY: As above.
-        unsafe { (*h).notify() };
+        cq.upcalls.raise(upcall::COMPLETION);
     }
     Ok(())
 }

@@ -36,9 +36,9 @@ use crate::rrxe::{
 };
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
-    new_mutex, new_spinlock, new_work,
+    new_mutex, new_spinlock_irq, new_work,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex, SpinLock},
+    sync::{Arc, ArcBorrow, Mutex, SpinLockIrq},
     time::{
         hrtimer::{HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart, RelativeMode},
         Monotonic,
@@ -91,7 +91,7 @@ pub struct QpShared {
     pub srq: Option<Arc<SrqShared>>,
     /// State and rings.
     #[pin]
-    pub inner: SpinLock<QpInner>,
+    pub inner: SpinLockIrq<QpInner>,
     /// Serialises the processing of the send queue (doorbells may ring
     /// on several CPUs at once).
     #[pin]
@@ -250,7 +250,7 @@ impl QpShared {
         if let Some(srq) = self.srq.as_ref() {
             let mut g = srq.inner.lock();
             let max = g.max_sge;
-            return g.pop(slot).then_some(max);
+            return g.pop(slot, &srq.upcalls).then_some(max);
         }
         let size = self.inner.lock().rq.as_ref()?.geometry().elem_size();
         if slot.len() != size {
@@ -437,7 +437,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 send_cq: send_cq.clone(),
                 recv_cq: recv_cq.clone(),
                 srq: srq.clone(),
-                inner <- new_spinlock!(inner, "rrxe::QpShared::inner"),
+                inner <- new_spinlock_irq!(inner, "rrxe::QpShared::inner"),
                 send_lock <- new_mutex!((), "rrxe::QpShared::send_lock"),
                 uc_rx <- new_mutex!(UcRx::default(), "rrxe::QpShared::uc_rx"),
                 rc <- new_mutex!(rc_state, "rrxe::QpShared::rc"),

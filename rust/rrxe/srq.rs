@@ -10,6 +10,7 @@ use crate::ib::{
     object::{Pd, Srq},
     srq::{SrqAttr, SrqInit, SrqMask, SrqOps, SrqRef},
     udata::Udata,
+    upcall::{self, Upcalls},
     wr::RecvWr,
 };
 use crate::logic::{
@@ -21,9 +22,9 @@ use crate::rrxe::{
     queue::{MmapInfo, Role, UserRing},
 };
 use kernel::{
-    new_spinlock,
+    new_spinlock_irq,
     prelude::*,
-    sync::{Arc, SpinLock},
+    sync::{Arc, SpinLockIrq},
     transmute::{AsBytes, FromBytes},
 };
 
@@ -62,15 +63,14 @@ pub struct SrqInner {
     pub max_sge: u32,
     /// The armed limit (0: none).
     pub limit: u32,
-    /// The C object, for the limit event; dropped before it goes.
-    pub this: Option<SrqRef<Rrxe>>,
 }
 
 impl SrqInner {
     /// Takes the next receive WQE into `slot` (resized to the ring's
     /// slots). When fewer than an armed limit remain afterwards, the limit
-    /// event fires and disarms, as the IB spec has it.
-    pub fn pop(&mut self, slot: &mut KVec<u8>) -> bool {
+    /// event is raised (through `upcalls`, never under this lock) and
+    /// disarms, as the IB spec has it.
+    pub fn pop(&mut self, slot: &mut KVec<u8>, upcalls: &Upcalls) -> bool {
         let size = self.ring.geometry().elem_size();
         if slot.len() != size && slot.resize(size, 0u8, GFP_ATOMIC).is_err() {
             return false;
@@ -80,11 +80,7 @@ impl SrqInner {
         }
         if self.limit != 0 && self.ring.pending() < self.limit {
             self.limit = 0;
-            if let Some(h) = self.this.as_ref() {
-                // SAFETY: `this` is dropped (under this lock) before the
-                // SRQ is destroyed.
-                unsafe { h.raise_limit_reached() };
-            }
+            upcalls.raise(upcall::SRQ_LIMIT);
         }
         true
     }
@@ -95,9 +91,13 @@ impl SrqInner {
 pub struct SrqShared {
     /// Its number.
     pub num: u32,
-    /// State and ring.
+    /// State and ring. Kernel consumers post receives from any context:
+    /// the lock is irq-safe.
     #[pin]
-    pub inner: SpinLock<SrqInner>,
+    pub inner: SpinLockIrq<SrqInner>,
+    /// The limit event's delivery.
+    #[pin]
+    pub upcalls: Upcalls,
     /// A kernel SRQ: its ring is in kernel memory, filled by
     /// `ib_post_srq_recv`, and is not resized.
     kernel: bool,
@@ -116,12 +116,10 @@ impl RrxeSrq {
     /// may hold) go.
     fn unlink(&self, dev: &RrxeDev) {
         let unlinked = dev.srq_pool().remove(self.shared.num);
-        let ring = {
-            let mut g = self.shared.inner.lock();
-            g.this = None;
-            g.ring.release()
-        };
+        let ring = self.shared.inner.lock().ring.release();
         drop((unlinked, ring));
+        // No upcall reaches the C object after this.
+        self.shared.upcalls.detach();
     }
 }
 
@@ -176,19 +174,22 @@ impl SrqOps<Rrxe> for RrxeSrq {
             ring,
             max_sge,
             limit: init.attr.srq_limit,
-            this: Some(this),
         });
         let (num, shared) = dev.srq_pool().insert(|num| {
             let inner = inner.take().ok_or(EINVAL)?;
             Arc::pin_init(
                 try_pin_init!(SrqShared {
                     num,
-                    inner <- new_spinlock!(inner, "rrxe::SrqShared::inner"),
+                    inner <- new_spinlock_irq!(inner, "rrxe::SrqShared::inner"),
+                    upcalls <- Upcalls::new(),
                     kernel,
                 }? Error),
                 GFP_KERNEL,
             )
         })?;
+        // SAFETY: `destroy_srq` (and the failure below) detach before the
+        // SRQ goes.
+        unsafe { shared.upcalls.attach_srq(&this) };
         let srq = RrxeSrq { shared };
         if let Some(u) = udata {
             let resp = CreateSrqResp {
