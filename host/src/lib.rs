@@ -8,6 +8,8 @@
 
 #[path = "../../rust/logic/access.rs"]
 pub mod access;
+#[path = "../../rust/logic/acks.rs"]
+pub mod acks;
 #[path = "../../rust/logic/bounds.rs"]
 pub mod bounds;
 #[path = "../../rust/logic/cqe.rs"]

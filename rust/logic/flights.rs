@@ -55,7 +55,8 @@ pub struct Flight {
 
 impl Flight {
     /// A WQE taken at PSN `first_psn`, sent in segments of `seg` bytes,
-    /// with its completion so far; a message too long finishes at once.
+    /// with its completion so far; a message too long finishes at once,
+    /// taking no PSNs.
     pub fn new(w: SendWqe, wc: Wc, first_psn: u32, seg: u32) -> Self {
         let len = w.payload.bytes();
         let npkts = match w.opcode {
@@ -81,6 +82,8 @@ impl Flight {
             signaled: w.send_flags & wqe::SEND_SIGNALED != 0,
         };
         if len > wqe::MAX_MSG {
+            // Never sent: it takes no PSNs.
+            f.npkts = 0;
             f.finish(status::LOC_LEN_ERR);
         }
         f
@@ -655,6 +658,23 @@ mod tests {
         w.reset();
         assert_eq!((w.taken, w.next, w.off), (0, 0, 0));
         assert!(w.flights.iter().all(|f| f.is_none()));
+    }
+
+    #[test]
+    fn a_message_too_long_takes_no_psns() {
+        // It finishes at once and is passed without being sent: the next
+        // WQE goes on at its PSN, not 2^23 PSNs later (past half the PSN
+        // space, where every comparison with the WQEs before it turns).
+        let mut w = window(8);
+        w.psn = 100;
+        take(&mut w, 0, Opcode::RdmaWrite, 10);
+        send_all(&mut w, 0);
+        let i = take(&mut w, 0, Opcode::Send, wqe::MAX_MSG + 1);
+        let f = w.flights[i].unwrap();
+        assert_eq!((f.state, f.wc.status), (FState::Done, status::LOC_LEN_ERR));
+        w.pass_finished(&f);
+        assert_eq!((w.next, w.psn), (2, 101));
+        assert_eq!(f.npkts, 0);
     }
 
     #[test]

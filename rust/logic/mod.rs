@@ -4,6 +4,7 @@
 //! crate in `host/` for `cargo test` and fuzzing.
 
 pub mod access;
+pub mod acks;
 pub mod bounds;
 pub mod cqe;
 pub mod dm;

@@ -12,10 +12,11 @@ use super::{
 use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
     access,
+    acks::Action,
     cqe::status,
-    flights::{nak_status, FState, Flight, Response},
+    flights::{FState, Flight, Response},
     qp::{QpAttrs, QpState},
-    rc::{self, op, Nak, Syndrome},
+    rc::{self, Syndrome},
     uc::Pos,
     wqe::{self, Opcode, Payload},
 };
@@ -96,26 +97,14 @@ fn take(
     p: &RcPkt<'_>,
     syn: Syndrome,
 ) -> Effect {
-    // Any acknowledgement at or past the oldest outstanding PSN is
-    // progress: it restarts the retransmit timer and the retry count.
+    let t = rc.win.take_response(cons, p.opcode, p.psn, syn);
     let mut e = Effect {
-        progressed: syn == Syndrome::Ack && rc.win.acks_outstanding(cons, p.psn),
+        progressed: t.progressed,
         rewound: false,
     };
-    if e.progressed {
-        rc.win.acked = Some(p.psn);
-    }
-    // Everything wholly before this PSN is acknowledged by it, up to the
-    // first WQE that needs a response of its own.
-    let plain_ack = p.opcode == op::ACK && syn == Syndrome::Ack;
-    let (k, acked) = rc.win.ack_through(cons, p.psn, plain_ack);
-    e.progressed |= acked;
-    let Some((k, i)) = rc.win.target(cons, k) else {
-        return e;
-    };
-    match (p.opcode, syn) {
-        (op::ACK, Syndrome::Ack) => {}
-        (op::ACK, Syndrome::Rnr(code)) => {
+    match t.action {
+        Action::None | Action::Failed { .. } => {}
+        Action::Rnr { k, code } => {
             d.count(Counter::RcvRnr, 1);
             if rc.retry(cons, k, true, a.rnr_retry) {
                 e.rewound = true;
@@ -124,7 +113,7 @@ fn take(
                 d.count(Counter::RnrRetryExceeded, 1);
             }
         }
-        (op::ACK, Syndrome::Nak(Nak::Seq)) => {
+        Action::Seq { k } => {
             d.count(Counter::RcvSeqErr, 1);
             if rc.retry(cons, k, false, a.retry_cnt) {
                 rc.win.resume_at(cons, k, p.psn);
@@ -133,24 +122,14 @@ fn take(
                 d.count(Counter::RetryExceeded, 1);
             }
         }
-        (op::ACK, Syndrome::Nak(n)) => {
-            if let Some(f) = rc.win.flights[i].as_mut() {
-                if rc::psn_diff(p.psn, f.first_psn) >= 0 {
-                    f.finish(nak_status(n));
-                }
-            }
-        }
-        (op::ATOMIC_ACK, Syndrome::Ack) => {
+        Action::AtomicAck { i } => {
             if let Some(orig) = p.atmack {
                 e.progressed |= atomic_ack(d, s, rc, i, p.psn, orig);
             }
         }
-        (o, Syndrome::Ack) => {
-            if let Some(pos) = rc::read_resp_pos(o) {
-                e.progressed |= read_response(d, s, rc, i, p, pos);
-            }
+        Action::ReadResp { i, pos } => {
+            e.progressed |= read_response(d, s, rc, i, p, pos);
         }
-        _ => {}
     }
     e
 }
