@@ -9,7 +9,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 9
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -31,6 +31,28 @@ leak_then_clean() {
 		{ echo "QPs left after the process exited"; rdma resource show qp dev rrxeq0 | head; return 1; }
 }
 check "process exit without destroy frees every QP (50 of them attached to a multicast group)" leak_then_clean
+# big_in_memcg MAX: one RC QP of 65536 send and receive WRs (its rings
+# alone some 80 MiB) by a process in a fresh memory cgroup of limit MAX;
+# prints the program's verdict.
+big_in_memcg() {
+	local cg=/sys/fs/cgroup/rrxe_qp.$$ out
+	echo "$1" >"$cg/memory.max" || return 1
+	out=$(bash -c "echo \$\$ >$cg/cgroup.procs && exec $bin rrxeq0 big 65536")
+	echo "$out (exit $?)"
+}
+memcg_charged() {
+	local cg=/sys/fs/cgroup/rrxe_qp.$$ a b
+	[ -e /sys/fs/cgroup/cgroup.controllers ] || mount -t cgroup2 none /sys/fs/cgroup || return 1
+	echo +memory >/sys/fs/cgroup/cgroup.subtree_control
+	mkdir "$cg" || return 1
+	a=$(big_in_memcg max)
+	b=$(big_in_memcg 24M)
+	rmdir "$cg"
+	[ "$a" = "created (exit 0)" ] || { echo "without a limit: $a"; return 1; }
+	[ "$b" = "ENOMEM (exit 3)" ] || { echo "in a 24 MiB memory cgroup: $b, want ENOMEM"; return 1; }
+}
+check "a QP's rings are charged to the memory cgroup: a 65536-WR RC QP is created without a limit, ENOMEM in a 24 MiB cgroup" \
+	memcg_charged
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxeq0 && ! test -e /sys/class/infiniband/rrxeq0"
 

@@ -12,6 +12,9 @@
  *   mcast        multicast attach/detach and rxe's limits
  *   many N       N QPs at once, distinct numbers
  *   leak N       N QPs, then exit without destroying them
+ *   big N        one RC QP of N send and N receive WRs with the most
+ *                gather entries: prints "created" (exit 0), or "ENOMEM"
+ *                (exit 3) when its memory cannot be had
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -450,6 +453,23 @@ static int mode_many(int n, int leak)
 	return 0;
 }
 
+/* One RC QP as large as asked: its rings and RC state are the caller's. */
+static int mode_big(uint32_t n)
+{
+	struct ibv_qp *qp = mkqp(IBV_QPT_RC, n, n, attr.max_sge, attr.max_sge, 0);
+
+	if (!qp && errno == ENOMEM) {
+		printf("ENOMEM\n");
+		return 3;
+	}
+	if (!qp)
+		FAIL("create QP of %u WRs: %s", n, strerror(errno));
+	printf("created\n");
+	if (ibv_destroy_qp(qp))
+		FAIL("destroy: %s", strerror(errno));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 
@@ -481,5 +501,7 @@ int main(int argc, char **argv)
 		return mode_many(argc > 3 ? atoi(argv[3]) : 500, 0);
 	if (!strcmp(argv[2], "leak"))
 		return mode_many(argc > 3 ? atoi(argv[3]) : 500, 1);
+	if (!strcmp(argv[2], "big") && argc > 3)
+		return mode_big(atoi(argv[3]));
 	FAIL("unknown mode %s", argv[2]);
 }
