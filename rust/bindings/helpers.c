@@ -138,12 +138,18 @@ void rrxe_ib_set_parent(struct ib_device *ibdev, struct net_device *ndev) { ibde
 
 const char *rrxe_ib_device_name(struct ib_device *ibdev) { return dev_name(&ibdev->dev); }
 
-void *rrxe_vmalloc_user(unsigned long size) { return vmalloc_user(size); }
+void *rrxe_vzalloc_account(unsigned long size)
+{ return __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL); }
+
+unsigned long rrxe_vma_start(struct vm_area_struct *vma) { return vma->vm_start; }
+
+unsigned long rrxe_vma_end(struct vm_area_struct *vma) { return vma->vm_end; }
+
+void rrxe_vma_set_dontexpand(struct vm_area_struct *vma)
+{ vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP); }
 
 void rrxe_vfree(void *addr) { vfree(addr); }
 
-int rrxe_remap_vmalloc_range(struct vm_area_struct *vma, void *addr)
-{ return remap_vmalloc_range(vma, addr, 0); }
 
 void rrxe_get_random_bytes(void *buf, size_t len) { get_random_bytes(buf, len); }
 

@@ -2,7 +2,10 @@
 
 //! Kernel memory mapped into a user context through the core's mmap entries.
 //!
-//! A [`UserMmapEntry`] owns a zeroed `vmalloc_user` buffer and registers it
+//! A [`UserMmapEntry`] owns a zeroed vmalloc buffer, charged to the memory
+//! cgroup of the process that asked for it (`GFP_KERNEL_ACCOUNT`: rings
+//! of up to a gigabyte each are the user's memory, not the host's), and
+//! registers it
 //! with the core (`rdma_user_mmap_entry_insert`), which hands out a unique
 //! page offset per entry. The provider reports that offset to userspace,
 //! which mmaps it. The buffer lives until the last of the owning object and
@@ -26,7 +29,7 @@ struct Entry {
 /// # Invariants
 ///
 /// `entry` points to an `Entry` inserted in a context's mmap table, with
-/// `buf` a `vmalloc_user` buffer of `len` bytes. This object holds the
+/// `buf` a zeroed vmalloc buffer of `len` bytes. This object holds the
 /// table's reference; the memory is freed by `mmap_free_callback` when the
 /// last reference (ours or a mapping's) is dropped.
 pub struct UserMmapEntry {
@@ -48,8 +51,10 @@ impl UserMmapEntry {
         if len == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: Allocates zeroed, user-mappable memory, or returns null.
-        let buf = unsafe { bindings::rrxe_vmalloc_user(len as c_ulong) };
+        // SAFETY: Allocates zeroed memory charged to the caller's memory
+        // cgroup, or returns null (past the cgroup's limit, or when memory
+        // is short: never the OOM killer).
+        let buf = unsafe { bindings::rrxe_vzalloc_account(len as c_ulong) };
         if buf.is_null() {
             return Err(ENOMEM);
         }
@@ -64,7 +69,7 @@ impl UserMmapEntry {
         ) {
             Ok(e) => KBox::into_raw(e),
             Err(_) => {
-                // SAFETY: `buf` came from `vmalloc_user` and is unused.
+                // SAFETY: `buf` came from vmalloc and is unused.
                 unsafe { bindings::rrxe_vfree(buf) };
                 return Err(ENOMEM);
             }
@@ -138,13 +143,43 @@ pub(crate) unsafe extern "C" fn mmap_callback(
         }
         let e = core.cast::<Entry>();
         // SAFETY: Entries in the table are ours (`Entry` starts with the C
-        // entry); `buf` is a `vmalloc_user` buffer of at least the VMA's size.
-        let r = unsafe { bindings::rrxe_remap_vmalloc_range(vma, (*e).buf) };
+        // entry), and the lookup's reference keeps this one alive.
+        let r = unsafe { map_pages(vma, (*e).buf, (*e).len) };
         // SAFETY: Drops the lookup's reference; the mapping keeps its own.
         unsafe { bindings::rdma_user_mmap_entry_put(core) };
-        kernel::error::to_result(r)?;
+        r?;
         Ok(0)
     })
+}
+
+/// Inserts the pages of vmalloc buffer `buf` (`len` bytes) into `vma`, as
+/// `remap_vmalloc_range` does for `vmalloc_user` memory: each page holds a
+/// reference of the mapping's, and the VMA can neither grow nor be dumped.
+///
+/// # Safety
+///
+/// `vma` is a VMA being set up by an `mmap` call, and `buf` a live vmalloc
+/// buffer of `len` bytes (a multiple of the page size).
+unsafe fn map_pages(vma: *mut bindings::vm_area_struct, buf: *mut c_void, len: usize) -> Result {
+    // SAFETY: `vma` is valid for the call, by the caller's promise.
+    let (start, end) = unsafe { (bindings::rrxe_vma_start(vma), bindings::rrxe_vma_end(vma)) };
+    let size = usize::try_from(end - start).map_err(|_| EINVAL)?;
+    if size > len {
+        return Err(EINVAL);
+    }
+    // SAFETY: As above; the mmap lock is held by the caller.
+    unsafe { bindings::rrxe_vma_set_dontexpand(vma) };
+    let mut off = 0;
+    while off < size {
+        // SAFETY: `off < len`: the address is within the vmalloc buffer.
+        let page = unsafe { bindings::vmalloc_to_page(buf.cast::<u8>().add(off).cast()) };
+        // SAFETY: `page` is a page of the buffer, which the mapping's
+        // reference keeps; the address is within the VMA.
+        let r = unsafe { bindings::vm_insert_page(vma, start + off as c_ulong, page) };
+        kernel::error::to_result(r)?;
+        off += kernel::page::PAGE_SIZE;
+    }
+    Ok(())
 }
 
 /// The `mmap_free` op: the last reference to an entry is gone.

@@ -417,10 +417,17 @@ impl QpOps<Rrxe> for RrxeQp {
             port_num: 1,
             ..Default::default()
         };
-        let rc_state = if init.ty == QpType::Rc {
-            RcState::new(sq.geometry().slots(), sq.geometry().elem_size())?
+        // A user QP's RC shadow of its send ring (as large as the ring) is
+        // the user's memory, charged to its memory cgroup like the rings.
+        let gfp = if udata.is_some() {
+            kernel::alloc::flags::GFP_KERNEL_ACCOUNT
         } else {
-            RcState::new(0, 0)?
+            GFP_KERNEL
+        };
+        let rc_state = if init.ty == QpType::Rc {
+            RcState::new(sq.geometry().slots(), sq.geometry().elem_size(), gfp)?
+        } else {
+            RcState::new(0, 0, gfp)?
         };
         let mut rc_state = Some(rc_state);
         let mut inner = Some(QpInner { attrs, sq, rq });

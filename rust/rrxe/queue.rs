@@ -102,7 +102,7 @@ impl UserRing {
         let geo = Geometry::new(entries, elem, max_bytes).ok_or(ENOMEM)?;
         let entry = Mem::User(UserMmapEntry::new(uc, geo.buf_len().ok_or(ENOMEM)?)?);
         // INVARIANT: The entry has at least `buf_len` bytes (page-rounded
-        // `vmalloc_user` memory); both indices are 0.
+        // vmalloc memory); both indices are 0.
         let r = Self {
             entry,
             geo,

@@ -73,13 +73,13 @@ pub struct RcState {
 
 impl RcState {
     /// State for a QP whose send ring has `slots` slots of `elem` bytes
-    /// (none for other transports).
-    pub fn new(slots: usize, elem: usize) -> Result<Self> {
+    /// (none for other transports), allocated with `gfp`.
+    pub fn new(slots: usize, elem: usize, gfp: kernel::alloc::Flags) -> Result<Self> {
         let mut flights = KVVec::new();
         let mut shadow = KVVec::new();
         if slots > 0 {
-            flights.resize(slots, None, GFP_KERNEL)?;
-            shadow.resize(slots.checked_mul(elem).ok_or(EINVAL)?, 0u8, GFP_KERNEL)?;
+            flights.resize(slots, None, gfp)?;
+            shadow.resize(slots.checked_mul(elem).ok_or(EINVAL)?, 0u8, gfp)?;
         }
         Ok(Self {
             win: Window::new(flights),
