@@ -8,9 +8,11 @@
 # make lint                               rustfmt, clippy (module and host crate)
 #                                         and shellcheck; the first step of make test
 # make test                               set up, lint, build, run the host crate's
-#                                         tests and the selftests on the test kernel
-# make test-debug                         the selftests on the debug kernel
-#                                         (KASAN, lockdep, kmemleak; about 80 min)
+#                                         tests, the selftests on the test kernel
+#                                         and the hardening harness on the debug
+#                                         kernel (KASAN, lockdep, kmemleak)
+# make test-debug                         all the selftests on the debug kernel
+#                                         (about 80 min)
 # make test-all                           both
 # make kernel / make debug-kernel         build (or reuse) a test kernel
 # make clean
