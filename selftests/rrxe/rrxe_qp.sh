@@ -9,7 +9,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -20,6 +20,8 @@ cc -Wall -O2 -o "$bin" "$dir/rrxe_qp_test.c" -libverbs || ktap_exit_fail_msg "ca
 t() { "$bin" rrxeq0 "$@"; }
 check "capacities rounded as rxe's rings; bad capacities EINVAL; unsupported types fail" t caps
 check "RC, UC, UD: invalid transitions and out-of-range values EINVAL; RESET..RTS, ERR, RESET; query" t states
+check "modify without IBV_QP_STATE is checked as RTS -> RTS: path_mtu, dest_qp_num, sq_psn EINVAL and unchanged; min_rnr_timer (RC), access flags (UC), Q_Key (UD) taken" \
+	t nostate
 check "moving to ERR completes 10 posted receives with WR_FLUSH_ERR, in order, on the receive CQ" t flush
 check "multicast: attach/detach, EINVAL for RC and when not attached, 56 QPs per group and 8192 groups (ENOMEM beyond), EBUSY on destroying an attached QP" t mcast
 check "1000 QPs at once, distinct numbers" t many 1000

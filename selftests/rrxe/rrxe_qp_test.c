@@ -7,6 +7,7 @@
  *
  *   caps         reported capacities and bad requests
  *   states       transitions and attribute values, RC, UC and UD
+ *   nostate      modify without IBV_QP_STATE is RTS -> RTS, checked
  *   ah           address handles: GRH required, ah_num in the response
  *   flush        moving to ERR completes posted receives with WR_FLUSH_ERR
  *   mcast        multicast attach/detach and rxe's limits
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +115,45 @@ static int modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, int want, 
 	return 0;
 }
 
-static int states(enum ibv_qp_type t)
+/*
+ * Modifies without IBV_QP_STATE in RTS: the IB spec's RTS -> RTS, whose
+ * attributes alone may change (for RC min_rnr_timer, for UC the access
+ * flags, for UD the Q_Key); any other is EINVAL and changes nothing.
+ */
+static int same_state(struct ibv_qp *qp, enum ibv_qp_type t)
+{
+	struct ibv_qp_attr a = {}, q;
+	struct ibv_qp_init_attr ia;
+	int ok_mask = t == IBV_QPT_RC ? IBV_QP_MIN_RNR_TIMER :
+		      t == IBV_QPT_UC ? IBV_QP_ACCESS_FLAGS : IBV_QP_QKEY;
+
+	a.path_mtu = IBV_MTU_256;
+	a.dest_qp_num = 0x77;
+	a.sq_psn = 0x99;
+	if (modify(qp, &a, IBV_QP_SQ_PSN, EINVAL, "RTS: sq_psn without IBV_QP_STATE"))
+		return 1;
+	if (t != IBV_QPT_UD &&
+	    (modify(qp, &a, IBV_QP_PATH_MTU, EINVAL, "RTS: path_mtu without IBV_QP_STATE") ||
+	     modify(qp, &a, IBV_QP_DEST_QPN, EINVAL, "RTS: dest_qp_num without IBV_QP_STATE")))
+		return 1;
+	a.min_rnr_timer = 3;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	a.qkey = 0x2222;
+	if (modify(qp, &a, ok_mask, 0, "RTS: its own attribute without IBV_QP_STATE"))
+		return 1;
+	if (ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			 IBV_QP_MIN_RNR_TIMER | IBV_QP_QKEY, &ia))
+		FAIL("query: %s", strerror(errno));
+	if (q.qp_state != IBV_QPS_RTS || q.sq_psn != 0x45)
+		FAIL("after refused modifies: state %d sq_psn 0x%x, want RTS and 0x45", q.qp_state, q.sq_psn);
+	if (t != IBV_QPT_UD && (q.path_mtu != IBV_MTU_1024 || q.dest_qp_num != 0x345678))
+		FAIL("after refused modifies: path_mtu %d dest_qp_num 0x%x", q.path_mtu, q.dest_qp_num);
+	if ((t == IBV_QPT_RC && q.min_rnr_timer != 3) || (t == IBV_QPT_UD && q.qkey != 0x2222))
+		FAIL("RTS -> RTS attribute not taken: min_rnr_timer %d qkey 0x%x", q.min_rnr_timer, q.qkey);
+	return 0;
+}
+
+static int states(enum ibv_qp_type t, bool without_state)
 {
 	struct ibv_qp *qp = mkqp(t, 16, 16, 1, 1, 0);
 	struct ibv_qp_attr a = {}, q;
@@ -187,6 +227,8 @@ static int states(enum ibv_qp_type t)
 		FAIL("qkey 0x%x", q.qkey);
 	if (t != IBV_QPT_UD && (q.rq_psn != 0xcdef12 || q.dest_qp_num != 0x345678 || q.path_mtu != IBV_MTU_1024))
 		FAIL("rq_psn 0x%x dest_qpn 0x%x mtu %d", q.rq_psn, q.dest_qp_num, q.path_mtu);
+	if (without_state && same_state(qp, t))
+		return 1;
 
 	a.qp_state = IBV_QPS_ERR;
 	if (modify(qp, &a, IBV_QP_STATE, 0, "RTS -> ERR"))
@@ -206,9 +248,17 @@ static int states(enum ibv_qp_type t)
 
 static int mode_states(void)
 {
-	if (states(IBV_QPT_RC) || states(IBV_QPT_UC) || states(IBV_QPT_UD))
+	if (states(IBV_QPT_RC, false) || states(IBV_QPT_UC, false) || states(IBV_QPT_UD, false))
 		return 1;
 	printf("QP state machine and attribute checks: ok\n");
+	return 0;
+}
+
+static int mode_nostate(void)
+{
+	if (states(IBV_QPT_RC, true) || states(IBV_QPT_UC, true) || states(IBV_QPT_UD, true))
+		return 1;
+	printf("modify without IBV_QP_STATE: ok\n");
 	return 0;
 }
 
@@ -491,6 +541,8 @@ int main(int argc, char **argv)
 		return mode_caps();
 	if (!strcmp(argv[2], "states"))
 		return mode_states();
+	if (!strcmp(argv[2], "nostate"))
+		return mode_nostate();
 	if (!strcmp(argv[2], "mcast"))
 		return mode_mcast();
 	if (!strcmp(argv[2], "flush"))
