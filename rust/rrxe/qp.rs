@@ -490,15 +490,21 @@ impl QpOps<Rrxe> for RrxeQp {
     ) -> Result {
         let s = &q.data().shared;
         let mut g = s.inner.lock();
-        if mask & qp::mask::STATE != 0 {
-            let from = if mask & qp::mask::CUR_STATE != 0 {
-                cur.ok_or(EINVAL)?
-            } else {
-                g.attrs.state
-            };
-            if !ibqp::transition_ok(from, new.state, s.ty, mask) {
-                return Err(EINVAL);
-            }
+        // A modify without a state is a transition to the same state (RTS
+        // to RTS, say), with only that transition's attributes, as rxe
+        // checks it.
+        let from = if mask & qp::mask::CUR_STATE != 0 {
+            cur.ok_or(EINVAL)?
+        } else {
+            g.attrs.state
+        };
+        let to = if mask & qp::mask::STATE != 0 {
+            new.state
+        } else {
+            from
+        };
+        if !ibqp::transition_ok(from, to, s.ty, mask) {
+            return Err(EINVAL);
         }
         qp::check_modify(new, mask, IbMtu::Mtu4096 as u32).map_err(attr_err)?;
         if mask & qp::mask::AV != 0
