@@ -33,8 +33,8 @@ leak_then_clean() {
 		{ echo "QPs left after the process exited"; rdma resource show qp dev rrxeq0 | head; return 1; }
 }
 check "process exit without destroy frees every QP (50 of them attached to a multicast group)" leak_then_clean
-# big_in_memcg MAX: one RC QP of 65536 send and receive WRs (its rings
-# alone some 80 MiB) by a process in a fresh memory cgroup of limit MAX;
+# big_in_memcg MAX: one RC QP of 65536 send and receive WRs with the most
+# gather entries, by a process in a fresh memory cgroup of limit MAX;
 # prints the program's verdict.
 big_in_memcg() {
 	local cg=/sys/fs/cgroup/rrxe_qp.$$ out
