@@ -163,7 +163,7 @@ pub(crate) unsafe extern "C" fn mmap_callback(
 unsafe fn map_pages(vma: *mut bindings::vm_area_struct, buf: *mut c_void, len: usize) -> Result {
     // SAFETY: `vma` is valid for the call, by the caller's promise.
     let (start, end) = unsafe { (bindings::rrxe_vma_start(vma), bindings::rrxe_vma_end(vma)) };
-    let size = usize::try_from(end - start).map_err(|_| EINVAL)?;
+    let size = end.checked_sub(start).ok_or(EINVAL)?;
     if size > len {
         return Err(EINVAL);
     }
