@@ -33,23 +33,24 @@ leak_then_clean() {
 		{ echo "QPs left after the process exited"; rdma resource show qp dev rrxeq0 | head; return 1; }
 }
 check "process exit without destroy frees every QP (50 of them attached to a multicast group)" leak_then_clean
-# big_in_memcg MAX: one RC QP of 65536 send and receive WRs with the most
-# gather entries, by a process in a fresh memory cgroup of limit MAX;
-# prints the program's verdict.
+# big_in_memcg NAME MAX: one RC QP of 65536 send and receive WRs with the
+# most gather entries, by a process in a fresh memory cgroup NAME of limit
+# MAX; prints the program's verdict. Each case has its own cgroup: memory
+# the last one freed may still be charged to it.
 big_in_memcg() {
-	local cg=/sys/fs/cgroup/rrxe_qp.$$ out
-	echo "$1" >"$cg/memory.max" || return 1
+	local cg=/sys/fs/cgroup/$1 out rc
+	mkdir "$cg" && echo "$2" >"$cg/memory.max" || { echo "no memory cgroup $cg"; return 1; }
 	out=$(bash -c "echo \$\$ >$cg/cgroup.procs && exec $bin rrxeq0 big 65536")
-	echo "$out (exit $?)"
+	rc=$?
+	rmdir "$cg"
+	echo "$out (exit $rc)"
 }
 memcg_charged() {
-	local cg=/sys/fs/cgroup/rrxe_qp.$$ a b
+	local a b
 	[ -e /sys/fs/cgroup/cgroup.controllers ] || mount -t cgroup2 none /sys/fs/cgroup || return 1
 	echo +memory >/sys/fs/cgroup/cgroup.subtree_control
-	mkdir "$cg" || return 1
-	a=$(big_in_memcg max)
-	b=$(big_in_memcg 24M)
-	rmdir "$cg"
+	a=$(big_in_memcg "rrxe_qp_max.$$" max)
+	b=$(big_in_memcg "rrxe_qp_24m.$$" 24M)
 	[ "$a" = "created (exit 0)" ] || { echo "without a limit: $a"; return 1; }
 	[ "$b" = "ENOMEM (exit 3)" ] || { echo "in a 24 MiB memory cgroup: $b, want ENOMEM"; return 1; }
 }
