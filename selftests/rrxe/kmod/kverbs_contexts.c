@@ -31,9 +31,9 @@
 
 #include "kverbs.h"
 
-#define CTX_MSGS 1500	/* messages in part 1 */
+#define CTX_MSGS 1024	/* messages in part 1, each with its own send buffer */
 #define CTX_RECVS 32	/* receive buffers (and credits) in part 1 */
-#define CTX_SLOTS 64	/* send buffers in part 1 */
+#define CTX_SLOTS 64	/* send completion contexts (and SQ depth) in part 1 */
 #define CTX_BUF 256	/* bytes per buffer */
 
 enum source { SRC_HARDIRQ, SRC_SOFTIRQ, SRC_WORKQUEUE, SRC_PROCESS, SRC_N };
@@ -91,15 +91,17 @@ static bool ctx_post(struct ctx_test *t, enum source src)
 		atomic_inc(&t->credits);
 		return false;
 	}
+	/* A send buffer is the provider's until its SEND completes: none is
+	 * reused (posts from several contexts finish out of order). */
 	slot = seq % CTX_SLOTS;
 	len = msg_len(seq);
-	p = t->sbuf + slot * CTX_BUF;
+	p = t->sbuf + seq * CTX_BUF;
 	put_unaligned_le32(seq, p);
 	put_unaligned_le32(src, p + 4);
 	for (i = 8; i < len; i++)
 		p[i] = (u8)(seq * 7 + i);
-	ib_dma_sync_single_for_device(t->a->device, t->sdma + slot * CTX_BUF, len, DMA_TO_DEVICE);
-	sge = (struct ib_sge){ .addr = t->sdma + slot * CTX_BUF, .length = len,
+	ib_dma_sync_single_for_device(t->a->device, t->sdma + seq * CTX_BUF, len, DMA_TO_DEVICE);
+	sge = (struct ib_sge){ .addr = t->sdma + seq * CTX_BUF, .length = len,
 			       .lkey = t->pd->local_dma_lkey };
 	wr.wr_cqe = &t->tx[slot].cqe;
 	wr.sg_list = &sge;
@@ -210,7 +212,7 @@ static int ctx_traffic(struct ib_device *dev, struct ib_pd *pd, union ib_gid *gi
 		return -ENOMEM;
 	t->pd = pd;
 	t->seen = bitmap_zalloc(CTX_MSGS, GFP_KERNEL);
-	t->sbuf = kmalloc(CTX_SLOTS * CTX_BUF, GFP_KERNEL);
+	t->sbuf = kvmalloc(CTX_MSGS * CTX_BUF, GFP_KERNEL);
 	t->rbuf = kzalloc(CTX_RECVS * CTX_BUF, GFP_KERNEL);
 	init_completion(&t->done);
 	atomic_set(&t->credits, CTX_RECVS);
@@ -225,7 +227,7 @@ static int ctx_traffic(struct ib_device *dev, struct ib_pd *pd, union ib_gid *gi
 		       PTR_ERR(cqa), PTR_ERR(cqb));
 		goto out_free;
 	}
-	t->sdma = ib_dma_map_single(dev, t->sbuf, CTX_SLOTS * CTX_BUF, DMA_TO_DEVICE);
+	t->sdma = ib_dma_map_single(dev, t->sbuf, CTX_MSGS * CTX_BUF, DMA_TO_DEVICE);
 	t->rdma = ib_dma_map_single(dev, t->rbuf, CTX_RECVS * CTX_BUF, DMA_FROM_DEVICE);
 	t->a = kverbs_rc_qp(pd, cqa, CTX_SLOTS);
 	t->b = IS_ERR(t->a) ? NULL : kverbs_rc_qp(pd, cqb, CTX_SLOTS);
@@ -284,14 +286,14 @@ out:
 		ib_destroy_qp(t->b);
 	if (!IS_ERR_OR_NULL(t->a))
 		ib_destroy_qp(t->a);
-	ib_dma_unmap_single(dev, t->sdma, CTX_SLOTS * CTX_BUF, DMA_TO_DEVICE);
+	ib_dma_unmap_single(dev, t->sdma, CTX_MSGS * CTX_BUF, DMA_TO_DEVICE);
 	ib_dma_unmap_single(dev, t->rdma, CTX_RECVS * CTX_BUF, DMA_FROM_DEVICE);
 out_free:
 	if (!IS_ERR_OR_NULL(cqa))
 		ib_free_cq(cqa);
 	if (!IS_ERR_OR_NULL(cqb))
 		ib_free_cq(cqb);
-	kfree(t->sbuf);
+	kvfree(t->sbuf);
 	kfree(t->rbuf);
 	bitmap_free(t->seen);
 	kfree(t);
