@@ -23,12 +23,12 @@
  *	responses ahead of what they sent (the nak and ack modes' cases)
  *	unless RRXE_FUZZ_ALL=1.
  *   rrxe_wire_fuzz nak|ack IF DMAC SRC4 DST4 SECONDS
- *	learns a requester's QP from the ACKs its peer sends it (peer to
- *	DST4), then keeps sending it NAKs of every kind (sequence, invalid
- *	request, remote access, remote operation, RNR) at PSNs 2^12 to
- *	2^23 - 2^12 ahead of and 2^12 to 2^20 behind the last ACKed PSN
- *	(nak), or positive ACKs ahead (ack), until the stream stops or
- *	SECONDS pass. Fails if it found no stream.
+ *	learns a requester's QP from the ACKs its peer (SRC4) sends it
+ *	(DST4); then, on each request it sends the peer, sends it NAKs of
+ *	every kind (sequence, invalid request, remote access, remote
+ *	operation, RNR) at PSNs 2^12 to 2^23 - 2^12 ahead of and 2^12 to
+ *	2^20 behind that request's (nak), or positive ACKs ahead (ack),
+ *	until the stream stops or SECONDS pass. Fails if it found no stream.
  *   rrxe_wire_fuzz mad IF DMAC SRC4 DST4 COUNT LEN
  *	sends COUNT datagrams of LEN bytes to QP1.
  *   rrxe_wire_fuzz join IF GROUP4 GROUP6 SECONDS
@@ -43,7 +43,7 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <signal.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +280,19 @@ static struct flow *flow_get(uint32_t qpn, int v6)
 	return old;
 }
 
+/* The PSN of the last RC request the device sent its peer, and how many. */
+static uint32_t peer_req_psn;
+static uint64_t peer_reqs;
+
+static void peer_request(const uint8_t *u)
+{
+	if ((u[2] << 8 | u[3]) != ROCE_PORT || u[8] >= 0x20 ||
+	    (u[8] >= 0x0d && u[8] <= 0x12))
+		return;
+	peer_req_psn = get32(u + 16) & 0xffffff;
+	peer_reqs++;
+}
+
 /* Learns from a frame on the link: RoCEv2 packets to the device. */
 static void learn(const uint8_t *f, size_t len)
 {
@@ -292,8 +305,13 @@ static void learn(const uint8_t *f, size_t len)
 		return;
 	type = f[12] << 8 | f[13];
 	if (type == ETH_P_IP) {
-		if (ip[0] != 0x45 || ip[9] != 17 || (ip[6] & 0x3f) || ip[7] ||
-		    memcmp(ip + 16, cfg.dst4, 4))
+		if (ip[0] != 0x45 || ip[9] != 17 || (ip[6] & 0x3f) || ip[7])
+			return;
+		if (!memcmp(ip + 16, cfg.src4, 4)) {
+			peer_request(ip + 20);
+			return;
+		}
+		if (memcmp(ip + 16, cfg.dst4, 4))
 			return;
 		v6 = 0;
 		t = ip + 20;
@@ -1100,22 +1118,27 @@ static int fuzz(uint64_t count)
 }
 
 /*
- * Acknowledgements a blind attacker sends a live requester: the AETH
- * syndromes `syns` at the PSN its peer last ACKed plus each of `offs`,
- * until the stream stops (no ACK for a second) or `seconds` pass. No
- * outstanding request has those PSNs: the requester must ignore them.
+ * Acknowledgements a blind attacker sends a live requester: the QP the
+ * peer sends ACKs to, and on each request it sends the peer (a request
+ * outstanding, most likely, as the peer has yet to answer it), the AETH
+ * syndromes `syns` at that request's PSN plus one of `offs` in turn, until
+ * the stream stops (no ACK for a second) or `seconds` pass. No outstanding
+ * request has those PSNs: the requester must ignore them.
  */
 static int blind_acks(unsigned int seconds, const uint8_t *syns, size_t ns,
 		      const int32_t *offs, size_t no, const char *what)
 {
+	struct pollfd p = { .fd = cfg.fd, .events = POLLIN };
 	struct dst d = { .exact = 1 };
-	uint64_t t0 = now_ms(), sent = 0, last = 0;
-	struct flow *w = NULL;
+	uint64_t t0 = now_ms(), sent = 0, last = 0, seen = 0;
 	uint32_t qpn = 0, psn = 0;
+	unsigned int k = 0;
 
 	while (now_ms() - t0 < seconds * 1000ull) {
+		struct flow *w = NULL;
+
+		poll(&p, 1, 1);
 		sniff();
-		w = NULL;
 		for (int i = 0; i < NFLOWS; i++)
 			if (flows[i].used && flows[i].has_ack && !flows[i].v6 &&
 			    (!w || flows[i].seen > w->seen))
@@ -1124,38 +1147,38 @@ static int blind_acks(unsigned int seconds, const uint8_t *syns, size_t ns,
 			/* No stream yet, or it has ended. */
 			if (sent)
 				break;
-			usleep(1000);
 			continue;
 		}
+		if (peer_reqs == seen)
+			continue;
+		seen = peer_reqs;
 		if (!sent || w->qpn != qpn)
-			printf("# %s: QP 0x%06x, ACKed PSN 0x%06x\n", what, w->qpn, w->ack_psn);
+			printf("# %s: QP 0x%06x, request PSN 0x%06x\n", what, w->qpn, peer_req_psn);
 		qpn = w->qpn;
-		psn = w->ack_psn;
-		for (size_t s = 0; s < ns; s++)
-			for (size_t j = 0; j < no; j++) {
-				uint8_t *t;
-				int b;
+		psn = peer_req_psn;
+		for (size_t s = 0; s < ns; s++) {
+			uint8_t *t;
+			int b;
 
-				if (nb == BATCH)
-					send_batch();
-				b = nb++;
-				t = tptr(b, 0);
-				memset(t, 0, 16);
-				t[0] = 0x11;	/* ACKNOWLEDGE */
-				put16(t + 2, 0xffff);
-				put32(t + 4, qpn);
-				put32(t + 8, (psn + offs[j]) & 0xffffff);
-				t[12] = syns[s];
-				put16(t + 13, rnd());
-				t[15] = rnd();
-				finish(b, 16, &d);
-				sent++;
-			}
+			if (nb == BATCH)
+				send_batch();
+			b = nb++;
+			t = tptr(b, 0);
+			memset(t, 0, 16);
+			t[0] = 0x11;	/* ACKNOWLEDGE */
+			put16(t + 2, 0xffff);
+			put32(t + 4, qpn);
+			put32(t + 8, (psn + offs[k++ % no]) & 0xffffff);
+			t[12] = syns[s];
+			put16(t + 13, rnd());
+			t[15] = rnd();
+			finish(b, 16, &d);
+			sent++;
+		}
 		send_batch();
 		last = now_ms();
-		usleep(2000);
 	}
-	printf("# %s: sent %llu to QP 0x%06x (last ACKed PSN 0x%06x) in %llu ms\n",
+	printf("# %s: sent %llu to QP 0x%06x (last request PSN 0x%06x) in %llu ms\n",
 	       what, (unsigned long long)sent, qpn, psn, (unsigned long long)(last - t0));
 	return sent >= 100 ? 0 : 1;
 }
