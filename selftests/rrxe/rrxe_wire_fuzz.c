@@ -25,10 +25,11 @@
  *   rrxe_wire_fuzz nak|ack IF DMAC SRC4 DST4 SECONDS
  *	learns a requester's QP from the ACKs its peer (SRC4) sends it
  *	(DST4); then, on each request it sends the peer, sends it NAKs of
- *	every kind (sequence, invalid request, remote access, remote
- *	operation, RNR) at PSNs 2^12 to 2^23 - 2^12 ahead of and 2^12 to
- *	2^20 behind that request's (nak), or positive ACKs ahead (ack),
- *	until the stream stops or SECONDS pass. Fails if it found no stream.
+ *	every kind (invalid request, remote access, remote operation,
+ *	invalid RD request, sequence, RNR) at PSNs 2^12 to 2^23 - 2^12
+ *	ahead of that request's and 2^12 to 2^20 behind (nak), or positive
+ *	ACKs ahead (ack), until the stream stops or SECONDS pass. Fails if
+ *	it found no stream.
  *   rrxe_wire_fuzz mad IF DMAC SRC4 DST4 COUNT LEN
  *	sends COUNT datagrams of LEN bytes to QP1.
  *   rrxe_wire_fuzz join IF GROUP4 GROUP6 SECONDS
@@ -1121,12 +1122,14 @@ static int fuzz(uint64_t count)
  * Acknowledgements a blind attacker sends a live requester: the QP the
  * peer sends ACKs to, and on each request it sends the peer (a request
  * outstanding, most likely, as the peer has yet to answer it), the AETH
- * syndromes `syns` at that request's PSN plus one of `offs` in turn, until
- * the stream stops (no ACK for a second) or `seconds` pass. No outstanding
+ * syndromes `syns` at that request's PSN plus one of `fwd` in turn, and one
+ * of them at the PSN minus one of `back` (none if nback is 0), until the
+ * stream stops (no ACK for a second) or `seconds` pass. No outstanding
  * request has those PSNs: the requester must ignore them.
  */
 static int blind_acks(unsigned int seconds, const uint8_t *syns, size_t ns,
-		      const int32_t *offs, size_t no, const char *what)
+		      const int32_t *fwd, size_t nfwd, const int32_t *back,
+		      size_t nback, const char *what)
 {
 	struct pollfd p = { .fd = cfg.fd, .events = POLLIN };
 	struct dst d = { .exact = 1 };
@@ -1156,10 +1159,17 @@ static int blind_acks(unsigned int seconds, const uint8_t *syns, size_t ns,
 			printf("# %s: QP 0x%06x, request PSN 0x%06x\n", what, w->qpn, peer_req_psn);
 		qpn = w->qpn;
 		psn = peer_req_psn;
-		for (size_t s = 0; s < ns; s++) {
+		for (size_t s = 0; s <= ns; s++) {
+			uint32_t at;
 			uint8_t *t;
 			int b;
 
+			if (s < ns)
+				at = psn + fwd[k % nfwd];
+			else if (nback)
+				at = psn - back[k % nback];
+			else
+				break;
 			if (nb == BATCH)
 				send_batch();
 			b = nb++;
@@ -1168,13 +1178,14 @@ static int blind_acks(unsigned int seconds, const uint8_t *syns, size_t ns,
 			t[0] = 0x11;	/* ACKNOWLEDGE */
 			put16(t + 2, 0xffff);
 			put32(t + 4, qpn);
-			put32(t + 8, (psn + offs[k++ % no]) & 0xffffff);
-			t[12] = syns[s];
+			put32(t + 8, at & 0xffffff);
+			t[12] = syns[s < ns ? s : k % ns];
 			put16(t + 13, rnd());
 			t[15] = rnd();
 			finish(b, 16, &d);
 			sent++;
 		}
+		k++;
 		send_batch();
 		last = now_ms();
 	}
@@ -1183,22 +1194,27 @@ static int blind_acks(unsigned int seconds, const uint8_t *syns, size_t ns,
 	return sent >= 100 ? 0 : 1;
 }
 
-/* NAKs of every kind, ahead (within 2^23) and behind. */
+static const int32_t ahead[] = { 0x1000, 0x10000, 0x100000, 0x7ff000 };
+
+/*
+ * NAKs of every kind: invalid request, remote access, remote operation,
+ * invalid RD request, sequence, RNR (short timers, so that a requester
+ * waiting out one still has requests in flight for the next).
+ */
 static int nak(unsigned int seconds)
 {
-	static const uint8_t syns[] = { 0x60, 0x61, 0x62, 0x63, 0x64, 0x20, 0x3f, 0x21 };
-	static const int32_t offs[] = { 0x1000, 0x10000, 0x100000, 0x7ff000, -0x1000, -0x100000 };
+	static const uint8_t syns[] = { 0x61, 0x62, 0x63, 0x64, 0x60, 0x21, 0x2f };
+	static const int32_t behind[] = { 0x1000, 0x100000 };
 
-	return blind_acks(seconds, syns, sizeof(syns), offs, sizeof(offs) / 4, "NAKs");
+	return blind_acks(seconds, syns, sizeof(syns), ahead, 4, behind, 2, "NAKs");
 }
 
 /* Positive ACKs ahead of anything sent. */
 static int ack(unsigned int seconds)
 {
 	static const uint8_t syns[] = { 0x1f, 0x00 };
-	static const int32_t offs[] = { 0x1000, 0x10000, 0x100000, 0x7ff000 };
 
-	return blind_acks(seconds, syns, sizeof(syns), offs, sizeof(offs) / 4, "ACKs");
+	return blind_acks(seconds, syns, sizeof(syns), ahead, 4, NULL, 0, "ACKs");
 }
 
 /* `count` UD datagrams of `len` bytes to QP1: MADs too long to be MADs. */

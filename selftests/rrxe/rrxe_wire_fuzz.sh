@@ -156,15 +156,17 @@ check "afterwards, ibv_uc_pingpong -c between the devices" \
 check "afterwards, ibv_ud_pingpong -c between the devices over IPv6" \
 	pingpong_ns ibv_ud_pingpong $B rrxefb $A rrxefa 10.78.0.2 fd78: -s 1024 -n 100
 
-# The requester of a live RC stream gets NAKs of every kind (sequence,
-# invalid request, remote access, remote operation, RNR) at PSNs 4096 to
-# 2^23 - 4096 ahead of and 4096 to 2^20 behind the PSN its peer last
-# ACKed: no outstanding request has them, so they must be ignored.
+# The requester of a live RC stream gets NAKs of every kind (invalid
+# request, remote access, remote operation, invalid RD request, sequence,
+# RNR) on each request it sends, at PSNs 4096 to 2^23 - 4096 ahead of that
+# request's and 4096 to 2^20 behind: no outstanding request has them, so
+# they must be ignored. Its 256 KiB messages outrun the 128-PSN window, so
+# that one is partly sent most of the time.
 blind_naks() {
 	local rc irc
 	ip netns exec $B timeout 120 "$bin" nak rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 90 >"$tmp/nak" 2>&1 &
 	local inj=$!
-	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 4096 -m 1024 -n 1000
+	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 262144 -m 1024 -n 20
 	rc=$?
 	wait $inj
 	irc=$?
@@ -173,10 +175,10 @@ blind_naks() {
 }
 check "blind NAKs at PSNs no request holds do not break a live RC stream (ibv_rc_pingpong -c)" blind_naks
 
-# Positive ACKs 4096 to 2^23 - 4096 ahead of the PSN the requester's peer
-# last ACKed: beyond anything sent, they must not complete requests, of
-# which some were lost (5% loss on the requester's link; the same stream
-# without them first, as the control).
+# Positive ACKs 4096 to 2^23 - 4096 ahead of each request's PSN: beyond
+# anything sent, they must not complete requests, of which some were lost
+# (5% loss on the requester's link; the same stream without them first,
+# as the control).
 lossy_pingpong() {
 	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 4096 -m 1024 -n 500
 }
