@@ -13,7 +13,7 @@
 //! scattered into it, and a receive completion. Anything that cannot be
 //! delivered is dropped, as UD allows.
 
-use crate::ib::{device::Device, qp::QpType, stats::Counter};
+use crate::ib::{attr::MGMT_MAD_SIZE, device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
     cqe::{flags, net_type, status, Wc},
     hdr::{self, Bth, Deth, Headers},
@@ -278,10 +278,18 @@ fn grh(dg: &Datagram<'_>) -> [u8; GRH] {
 
 /// Delivers a datagram to a UD QP of this device: dropped (as UD allows)
 /// when the QP does not exist, is not UD, cannot receive, has another
-/// Q_Key, or has no receive WQE posted.
+/// Q_Key, or has no receive WQE posted, and for QP1 when it is longer
+/// than a MAD.
 fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     let Some(qp) = d.qp(dg.dqpn) else { return };
     if !matches!(qp.ty, QpType::Ud | QpType::Gsi) {
+        return;
+    }
+    // The MAD layer gives QP1 receive buffers of one MAD and never reposts
+    // one that completes in error (it takes that for a QP in ERR): a
+    // datagram longer than a MAD would cost QP1 a buffer for good, and a
+    // few hundred of them, from anyone, all MAD traffic (rdma_cm).
+    if qp.ty == QpType::Gsi && dg.payload.len() > MGMT_MAD_SIZE as usize {
         return;
     }
     {

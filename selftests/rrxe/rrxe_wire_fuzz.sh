@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The wire fuzzer. Two rrxe devices in two network namespaces joined by a
+# veth pair; from the peer namespace, rrxe_wire_fuzz injects a million
+# RoCEv2 packets with valid ICRCs and malformed transport headers at the
+# first device (every BTH opcode, truncated and oversized headers, edge
+# values, wrong pads, QP1 MADs, multicast, IP fragments), aimed in part at
+# the live QPs it sniffs on the link, at PSNs a blind attacker would guess,
+# and at READs long answered (duplicates with other lengths). It paces
+# itself by the device's rcvd_pkts so that none is lost before rrxe's
+# transports. Validated RC traffic (ibv_rc_pingpong -c, rping -V) runs
+# between the devices all the while and must not break. Afterwards RC, UC
+# and UD traffic still works, the kernel reported nothing, the devices
+# delete and rrxe unloads.
+#
+# Named cases: oversized MADs to QP1 must leave rdma_cm working; a live RC
+# requester must ignore NAKs at PSNs none of its requests holds, and
+# (RRXE_FUZZ_ACKS=1; skipped otherwise, a known bug) positive ACKs ahead
+# of anything it sent.
+#
+# RRXE_FUZZ_PACKETS (default 1000000) and RRXE_FUZZ_SEED (default 1)
+# change the run; RRXE_FUZZ_ALL=1 also fuzzes live requesters with NAKs
+# and responses ahead of what they sent.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+
+ktap_print_header
+ktap_set_plan 13
+
+A=rrxtfa B=rrxtfb
+packets=${RRXE_FUZZ_PACKETS:-1000000}
+seed=${RRXE_FUZZ_SEED:-1}
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_veth_pair $A $B || ktap_exit_fail_msg "veth setup failed"
+# Room for oversized packets and unfragmented 3 KiB datagrams.
+ip -n $A link set rrxtva mtu 9000 && ip -n $B link set rrxtvb mtu 9000 ||
+	ktap_exit_fail_msg "cannot set the MTU"
+ip netns exec $A rdma link add rrxefa type "$RRXE_LINK_TYPE" netdev rrxtva &&
+	ip netns exec $B rdma link add rrxefb type "$RRXE_LINK_TYPE" netdev rrxtvb ||
+	ktap_exit_fail_msg "cannot add the devices"
+wait_gid rrxefa ffff:10.78.0.1 && wait_gid rrxefb ffff:10.78.0.2 &&
+	wait_gid rrxefa fd78::1 && wait_gid rrxefb fd78::2 || ktap_exit_fail_msg "GIDs did not appear"
+tmp=$(mktemp -d)
+bin=$tmp/rrxe_wire_fuzz
+cc -Wall -Wextra -O2 -o "$bin" "$dir/rrxe_wire_fuzz.c" || ktap_exit_fail_msg "cannot build rrxe_wire_fuzz"
+mac_a=$(ip netns exec $A cat /sys/class/net/rrxtva/address)
+mark=$(kmsg_mark)
+hw=/sys/class/infiniband/rrxefa/ports/1/hw_counters
+
+# Validated traffic until $tmp/stop exists; each loop writes how many runs
+# passed, or the output of the one that failed, to $tmp/NAME.
+rc_loop() {
+	local n=0
+	while [ ! -e "$tmp/stop" ]; do
+		if ! pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 \
+			-s 4096 -m 1024 -n 200 >"$tmp/rc.out" 2>&1; then
+			{ echo "run $((n + 1)) failed:"; cat "$tmp/rc.out"; } >"$tmp/rc"
+			return 1
+		fi
+		n=$((n + 1))
+	done
+	echo "$n" >"$tmp/rc"
+}
+# rping's server (in B) READs the client's buffer (in A): READ requests
+# cross the link to the fuzzed device, for the injector to duplicate.
+rping_loop() {
+	local n=0
+	PAIR_DIR=$tmp/pair
+	mkdir -p "$PAIR_DIR" && : >"$PAIR_DIR/pids"
+	while [ ! -e "$tmp/stop" ]; do
+		if ! pair cm:7174 $B $A rping -s -a 10.78.0.2 -p 7174 -C 40 -S 2000 -V -- \
+			rping -c -a 10.78.0.2 -p 7174 -C 40 -S 2000 -V >"$tmp/rping.out" 2>&1; then
+			{ echo "run $((n + 1)) failed:"; cat "$tmp/rping.out"; } >"$tmp/rping"
+			return 1
+		fi
+		n=$((n + 1))
+	done
+	echo "$n" >"$tmp/rping"
+}
+
+# The MAD layer posts QP1 receive buffers of one MAD and never reposts one
+# that completes in error (it takes that for a QP in ERR). 600 datagrams
+# to QP1 longer than a MAD (more than its 512 buffers) must not leave the
+# device without MAD traffic: rdma_cm still connects.
+oversized_mads() {
+	ip netns exec $B "$bin" mad rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 600 1024 || return 1
+	PAIR_DIR=$tmp/pair
+	mkdir -p "$PAIR_DIR" && : >"$PAIR_DIR/pids"
+	pair cm:7174 $B $A rping -s -a 10.78.0.2 -p 7174 -C 5 -S 100 -V -- \
+		rping -c -a 10.78.0.2 -p 7174 -C 5 -S 100 -V
+}
+check "600 MADs of 1 KiB to QP1 leave rdma_cm working (rping -V connects)" oversized_mads
+
+# Multicast packets reach the UDP socket only for a group the netdev joined.
+ip netns exec $A "$bin" join rrxtva 239.1.2.3 ff0e::102 3600 &
+joiner=$!
+rcvd0=$(cat $hw/rcvd_pkts)
+# The injector paces itself by the device's rcvd_pkts (opened here, in
+# the namespace that shows it).
+exec 3<"$hw/rcvd_pkts"
+rc_loop &
+rc_pid=$!
+rping_loop &
+rping_pid=$!
+# Let both streams start, so that the injector sees them from the start.
+sleep 3
+echo "# seed $seed"
+t0=$(date +%s)
+ip netns exec $B "$bin" fuzz rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 fd78::2 fd78::1 \
+	"$packets" "$seed" /dev/fd/3 >"$tmp/fuzz" 2>&1
+fuzz_rc=$?
+exec 3<&-
+t1=$(date +%s)
+touch "$tmp/stop"
+wait $rc_pid
+wait $rping_pid
+kill $joiner 2>/dev/null
+wait $joiner 2>/dev/null
+rcvd=$(( $(cat $hw/rcvd_pkts) - rcvd0 ))
+cat "$tmp/fuzz"
+echo "# fuzzing took $((t1 - t0)) s; rrxefa counted $rcvd packets received"
+
+injected() {
+	local n
+	n=$(sed -n 's/^# injected \([0-9]*\) packets.*/\1/p' "$tmp/fuzz")
+	[ "$fuzz_rc" = 0 ] && [ "${n:-0}" -ge "$packets" ] && [ "${n:-0}" -ge 1000000 ]
+}
+check "$packets fuzzed RoCEv2 packets injected from the peer namespace (every opcode, live QPs, MADs, multicast, fragments)" \
+	injected
+# Unknown opcodes, truncations and bad BTH fields stop before the count.
+all_counted() {
+	local lost
+	lost=$(sed -n 's/.*the device counted all but \(-*[0-9]*\) .*/\1/p' "$tmp/fuzz")
+	[ -n "$lost" ] && [ "$lost" -le $((packets / 1000)) ]
+}
+check "the well-formed ones all reached rrxe's transports (rcvd_pkts; at most 0.1% lost)" all_counted
+runs_passed() {
+	local r
+	r=$(cat "$tmp/$1")
+	echo "$r"
+	[[ $r =~ ^[0-9]+$ ]] && [ "$r" -ge 1 ]
+}
+echo "# ibv_rc_pingpong runs during the fuzzing: $(head -n1 "$tmp/rc")"
+echo "# rping runs during the fuzzing: $(head -n1 "$tmp/rping")"
+check "ibv_rc_pingpong -c (4 KiB, 200 iterations a run) passed throughout the fuzzing" \
+	runs_passed rc
+check "rping -V (SEND, READ, WRITE; 40 pings a run) passed throughout the fuzzing" \
+	runs_passed rping
+
+check "afterwards, ibv_rc_pingpong -c between the devices" \
+	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 8192 -m 1024 -n 100
+check "afterwards, ibv_uc_pingpong -c between the devices" \
+	pingpong_ns ibv_uc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 4096 -m 1024 -n 100
+check "afterwards, ibv_ud_pingpong -c between the devices over IPv6" \
+	pingpong_ns ibv_ud_pingpong $B rrxefb $A rrxefa 10.78.0.2 fd78: -s 1024 -n 100
+
+# The requester of a live RC stream gets NAKs of every kind (invalid
+# request, remote access, remote operation, invalid RD request, sequence,
+# RNR) on each request it sends, at PSNs 4096 to 2^23 - 4096 ahead of that
+# request's and 4096 to 2^20 behind: no outstanding request has them, so
+# they must be ignored. Its 256 KiB messages outrun the 128-PSN window, so
+# that one is partly sent most of the time.
+blind_naks() {
+	local rc irc
+	ip netns exec $B timeout 120 "$bin" nak rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 90 >"$tmp/nak" 2>&1 &
+	local inj=$!
+	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 262144 -m 1024 -n 20
+	rc=$?
+	wait $inj
+	irc=$?
+	cat "$tmp/nak"
+	[ $rc = 0 ] && [ $irc = 0 ]
+}
+check "blind NAKs at PSNs no request holds do not break a live RC stream (ibv_rc_pingpong -c)" blind_naks
+
+# Positive ACKs 4096 to 2^23 - 4096 ahead of each request's PSN: beyond
+# anything sent, they must not complete requests, of which some were lost
+# (5% loss on the requester's link; the same stream without them first,
+# as the control).
+lossy_pingpong() {
+	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 4096 -m 1024 -n 500
+}
+blind_acks() {
+	local rc irc inj
+	ip netns exec $A tc qdisc add dev rrxtva root netem loss 5% || return 1
+	lossy_pingpong || { echo "the control failed"; ip netns exec $A tc qdisc del dev rrxtva root; return 1; }
+	ip netns exec $B timeout 120 "$bin" ack rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 90 >"$tmp/ack" 2>&1 &
+	inj=$!
+	lossy_pingpong
+	rc=$?
+	wait $inj
+	irc=$?
+	ip netns exec $A tc qdisc del dev rrxtva root
+	cat "$tmp/ack"
+	[ $rc = 0 ] && [ $irc = 0 ]
+}
+acks_desc="blind ACKs ahead of anything sent do not break a live RC stream with 5% loss (ibv_rc_pingpong -c)"
+if [ "${RRXE_FUZZ_ACKS:-0}" = 1 ]; then
+	check "$acks_desc" blind_acks
+else
+	ktap_test_skip "$acks_desc: the RC completer takes them (RRXE_FUZZ_ACKS=1 runs it)"
+fi
+
+check "no kernel report" no_kernel_report "$mark"
+check "both devices delete" \
+	bash -c "rdma link delete rrxefa && rdma link delete rrxefb && ! test -e /sys/class/infiniband/rrxefa && ! test -e /sys/class/infiniband/rrxefb"
+check "rrxe unloads" modprobe -r rrxe
+
+rm -rf "$tmp"
+cleanup_net
+echo "# rrxe_wire_fuzz.sh took $SECONDS s"
+ktap_finished
