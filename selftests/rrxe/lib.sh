@@ -211,6 +211,19 @@ pair() {
 }
 
 
+# no_user_objects DEV: no QP, CQ, MR, PD, SRQ or user context of any
+# process is left on DEV (rdma res lists a process's objects with its pid;
+# the kernel's own, ib_core's, have none). A failing query fails too.
+no_user_objects() {
+	local out
+	out=$({ rdma res show qp link "$1" && rdma res show cq dev "$1" && rdma res show mr dev "$1" &&
+		rdma res show pd dev "$1" && rdma res show srq dev "$1" && rdma res show ctx dev "$1"; } 2>&1) &&
+		! printf '%s\n' "$out" | grep -q ' pid ' && return 0
+	echo "left on $1:"
+	printf '%s\n' "$out"
+	return 1
+}
+
 # The kernel log's length now, for no_kernel_report.
 kmsg_mark() { dmesg | wc -l; }
 
