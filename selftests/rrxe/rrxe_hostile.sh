@@ -34,9 +34,10 @@ cc -Wall -O2 -o "$storm" "$dir/rrxe_hostile_storm.c" -libverbs -lpthread ||
 	ktap_exit_fail_msg "cannot build rrxe_hostile_storm"
 
 rounds=300 scale=1
-# The debug kernel takes over 3 s for one ring's worth of WQEs: the race
-# and its limit take three times as long there.
-[ "${RRXE_DEBUG:-0}" = 1 ] && rounds=100 scale=3
+# The debug kernel takes over 3 s for one ring's worth of WQEs, and 14 s
+# on a machine shared with other guests: the race and its limit take
+# eight times as long there (an unbounded doorbell runs the whole 48 s).
+[ "${RRXE_DEBUG:-0}" = 1 ] && rounds=100 scale=8
 check "$rounds rounds of hostile rings and doorbells, then clean UD traffic works" "$bin" rrxeh0 $rounds
 check "a doorbell returns within $((2 * scale)) s while another thread keeps the send ring full ($((6 * scale)) s), then clean UD traffic works" \
 	timeout 120 "$bin" rrxeh0 race $scale
