@@ -658,18 +658,23 @@ static void fragment(int b)
 static uint64_t fails;
 
 /*
- * Pacing. rrxe queues what arrives on its UDP sockets for one worker and
- * drops beyond 8192 packets: a flood faster than the worker would only
- * measure those drops (of the real traffic too). So, given the device's
- * rcvd_pkts, the injector keeps at most PACE_LIMIT of its well-formed
- * packets (and the real ones it saw) uncounted by the device, about twice
- * as many packets of all kinds in the queue. What stays uncounted while
- * the count stands still for a second is written off as lost (a short
- * stall is only the worker waiting for a CPU).
+ * Pacing. rrxe queues what arrives on its UDP sockets for one worker, in
+ * order, and drops beyond 8192 packets: a flood faster than the worker
+ * would only measure those drops (of the real traffic too), and a deep
+ * queue holds the real traffic up behind it. So, given the device's
+ * rcvd_pkts, the injector keeps few of its well-formed packets (and the
+ * real ones it saw) uncounted by the device: what the worker counts in
+ * PACE_MS, measured as it goes, about twice as many packets of all kinds
+ * in the queue. What stays uncounted while the count stands still for a
+ * second is written off as lost (a short stall is only the worker waiting
+ * for a CPU).
  */
-#define PACE_LIMIT 1024
+#define PACE_MS 20
+#define PACE_MIN 4
+#define PACE_MAX 1024
 static int rcvd_fd = -1;
 static uint64_t rcvd0, n_lost, n_waits;
+static int64_t pace_limit = PACE_MIN;
 
 static uint64_t read_rcvd(void)
 {
@@ -685,6 +690,24 @@ static uint64_t read_rcvd(void)
 static int64_t in_flight(void)
 {
 	return (int64_t)(n_good + n_legit - n_lost) - (int64_t)(read_rcvd() - rcvd0);
+}
+
+/* Sets pace_limit from the device's counting rate over the last second. */
+static void pace_rate(void)
+{
+	static uint64_t t0, c0;
+	uint64_t t = now_ms(), c;
+
+	if (t - t0 < 1000)
+		return;
+	c = read_rcvd();
+	if (t0) {
+		int64_t l = (int64_t)((c - c0) * PACE_MS / (t - t0));
+
+		pace_limit = l < PACE_MIN ? PACE_MIN : l > PACE_MAX ? PACE_MAX : l;
+	}
+	t0 = t;
+	c0 = c;
 }
 
 static void sniff(void);
@@ -715,8 +738,10 @@ static int send_batch(void)
 	struct iovec v[BATCH];
 	int done = 0;
 
-	if (rcvd_fd >= 0)
-		pace(PACE_LIMIT);
+	if (rcvd_fd >= 0) {
+		pace_rate();
+		pace(pace_limit);
+	}
 	for (int i = 0; i < nb; i++) {
 		v[i].iov_base = frames[i];
 		v[i].iov_len = flen[i];
