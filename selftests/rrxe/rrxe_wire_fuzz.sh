@@ -8,7 +8,7 @@
 # the live QPs it sniffs on the link, at PSNs a blind attacker would guess,
 # and at READs long answered (duplicates with other lengths). It paces
 # itself by the device's rcvd_pkts so that none is lost before rrxe's
-# transports. Validated RC traffic (ibv_rc_pingpong -c, rping -V) runs
+# transports and the real traffic is not held up behind them. Validated RC traffic (ibv_rc_pingpong -c, rping -V) runs
 # between the devices all the while and must not break. Afterwards RC, UC
 # and UD traffic still works, the kernel reported nothing, the devices
 # delete and rrxe unloads.
@@ -19,8 +19,8 @@
 # of anything it sent.
 #
 # RRXE_FUZZ_PACKETS (default 1000000; 200000 on the debug kernel) and
-# RRXE_FUZZ_SEED (default 1) change the run; RRXE_FUZZ_ALL=1 also fuzzes live requesters with NAKs
-# and responses ahead of what they sent.
+# RRXE_FUZZ_SEED (default 1) change the run; RRXE_FUZZ_ALL=1 also fuzzes
+# live requesters with NAKs and responses ahead of what they sent.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
