@@ -19,9 +19,7 @@
  *	that the device's receive queue never overflows, and prints how many
  *	well-formed packets the device did not count. Fails unless COUNT
  *	went out, every opcode was sent, and some went to live QPs, as
- *	fragments, MADs and multicast. Live requesters get no NAKs and no
- *	responses ahead of what they sent (the nak and ack modes' cases)
- *	unless RRXE_FUZZ_ALL=1.
+ *	fragments, MADs and multicast.
  *   rrxe_wire_fuzz nak|ack IF DMAC SRC4 DST4 SECONDS
  *	learns a requester's QP from the ACKs its peer (SRC4) sends it
  *	(DST4); then, on each request it sends the peer, sends it NAKs of
@@ -769,7 +767,6 @@ static int send_batch(void)
 	return 0;
 }
 
-static int fuzz_all;
 
 /*
  * Whether the transport part t[0..o) passes rrxe's first checks (net::rx:
@@ -842,21 +839,8 @@ static void gen(void)
 	}
 	if (!w)
 		w = flow_of(qpn, d.v6);
-	if (w && w->svc == 0 && op >= 0x0d && op <= 0x12 && !fuzz_all) {
-		/*
-		 * A response to a live requester: only behind what it sent
-		 * (ahead, an ACK would complete requests its peer may not
-		 * have; the ack mode's case), or to a QP no one uses.
-		 */
-		if (w->has_resp) {
-			psn = (w->resp_psn - BLIND_GAP - rnd() % (0x800000 - 2 * BLIND_GAP)) & 0xffffff;
-		} else {
-			w = NULL;
-			qpn = 0x1000 + rnd() % 0x1000;
-		}
-	} else if (w) {
+	if (w)
 		psn = blind_psn(w);
-	}
 	if (!w)
 		psn = pct(10) ? pick32((const uint32_t[]){ 0, 1, 0xffffff, 0x7fffff, 0x800000 }, 5)
 			      : rnd() & 0xffffff;
@@ -951,12 +935,7 @@ static void gen(void)
 		o += 28;
 	}
 	if (fl & F_AETH) {
-		uint8_t syn = rnd();
-
-		/* NAKs to live QPs are the nak mode's. */
-		if (w && !fuzz_all && (syn >> 5 == 1 || syn >> 5 == 3))
-			syn &= 0x1f;
-		t[o] = syn;
+		t[o] = rnd();	/* ACK, RNR NAK, NAK or reserved */
 		put16(t + o + 1, rnd() >> 8);
 		t[o + 3] = rnd();
 		o += 4;
@@ -1322,9 +1301,6 @@ int main(int argc, char **argv)
 	init_layout();
 	crc_init();
 	if ((argc == 10 || argc == 11) && !strcmp(m, "fuzz")) {
-		const char *all = getenv("RRXE_FUZZ_ALL");
-
-		fuzz_all = all && *all == '1';
 		setup(argv + 2, 1);
 		rs ^= strtoull(argv[9], NULL, 0) * 0x9e3779b97f4a7c15ull;
 		if (!rs)
