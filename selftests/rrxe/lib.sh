@@ -127,7 +127,7 @@ pingpong_ns() {
 		kill -0 $srv 2>/dev/null || break
 		sleep 0.1
 	done
-	timeout 60 ip netns exec "$ns_c" "$tool" -d "$dev_c" -g "$gi" -c "$@" "$ip" || {
+	timeout "${PP_TIMEOUT:-60}" ip netns exec "$ns_c" "$tool" -d "$dev_c" -g "$gi" -c "$@" "$ip" || {
 		kill $srv 2>/dev/null; cat $log; rm -f $log; return 1; }
 	wait $srv || { cat $log; rm -f $log; return 1; }
 	rm -f $log

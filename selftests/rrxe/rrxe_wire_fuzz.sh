@@ -30,8 +30,13 @@ A=rrxtfa B=rrxtfb
 # The debug kernel's receive path is some 15 times slower here: a million
 # packets take it most of an hour (RRXE_FUZZ_PACKETS=1000000 runs them),
 # and the validated traffic runs shorter.
-packets=1000000 iters=200 pings=40 lossy=300
-[ "${RRXE_DEBUG:-0}" = 1 ] && packets=200000 iters=50 pings=10 lossy=100
+# A pingpong client gets PP_TIMEOUT seconds (lib.sh), a blind NAK stream
+# naks messages.
+packets=1000000 iters=200 pings=40 lossy=300 naks=20
+if [ "${RRXE_DEBUG:-0}" = 1 ]; then
+	packets=200000 iters=50 pings=10 lossy=100 naks=5
+	export PP_TIMEOUT=180
+fi
 packets=${RRXE_FUZZ_PACKETS:-$packets}
 seed=${RRXE_FUZZ_SEED:-1}
 cleanup_net
@@ -55,16 +60,20 @@ hw=/sys/class/infiniband/rrxefa/ports/1/hw_counters
 # Validated traffic until $tmp/stop exists; each loop writes how many runs
 # passed, or the output of the one that failed, to $tmp/NAME.
 rc_loop() {
-	local n=0
+	local n=0 t longest=0
 	while [ ! -e "$tmp/stop" ]; do
+		t=$SECONDS
 		if ! pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 \
 			-s 4096 -m 1024 -n $iters >"$tmp/rc.out" 2>&1; then
-			{ echo "run $((n + 1)) failed:"; cat "$tmp/rc.out"; } >"$tmp/rc"
+			{ echo "run $((n + 1)) failed after $((SECONDS - t)) s:"; cat "$tmp/rc.out"; } >"$tmp/rc"
 			return 1
 		fi
+		t=$((SECONDS - t))
+		[ $t -gt $longest ] && longest=$t
 		n=$((n + 1))
 	done
 	echo "$n" >"$tmp/rc"
+	echo "the longest run took $longest s" >>"$tmp/rc"
 }
 # rping's server (in B) READs the client's buffer (in A): READ requests
 # cross the link to the fuzzed device, for the injector to duplicate.
@@ -141,11 +150,11 @@ all_counted() {
 check "the well-formed ones all reached rrxe's transports (rcvd_pkts; at most 0.1% lost)" all_counted
 runs_passed() {
 	local r
-	r=$(cat "$tmp/$1")
-	echo "$r"
+	r=$(head -n1 "$tmp/$1")
+	cat "$tmp/$1"
 	[[ $r =~ ^[0-9]+$ ]] && [ "$r" -ge 1 ]
 }
-echo "# ibv_rc_pingpong runs during the fuzzing: $(head -n1 "$tmp/rc")"
+echo "# ibv_rc_pingpong runs during the fuzzing: $(head -n1 "$tmp/rc") ($(sed -n 2p "$tmp/rc"))"
 echo "# rping runs during the fuzzing: $(head -n1 "$tmp/rping")"
 check "ibv_rc_pingpong -c (4 KiB, $iters iterations a run) passed throughout the fuzzing" \
 	runs_passed rc
@@ -169,8 +178,10 @@ blind_naks() {
 	local rc irc
 	ip netns exec $B timeout 120 "$bin" nak rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 90 >"$tmp/nak" 2>&1 &
 	local inj=$!
-	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 262144 -m 1024 -n 20
+	local t=$SECONDS
+	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 262144 -m 1024 -n $naks
 	rc=$?
+	echo "# $naks messages of 256 KiB took $((SECONDS - t)) s (exit $rc)"
 	wait $inj
 	irc=$?
 	cat "$tmp/nak"
