@@ -3,7 +3,8 @@
 # RC (reliable connected) transport. First rrxe_rc_test's modes between QPs
 # of one device (SEND scatter/gather and immediates, RDMA WRITE and READ,
 # atomics and a fetch_add race, RNR and transport retries, the ERR flush, remote access
-# violations, memory windows), data compared byte for byte. Then the stock
+# violations, memory windows, atomic alignment in memory, FLUSH rights), data
+# compared byte for byte. Then the stock
 # tools on that device: ibv_rc_pingpong and ibv_srq_pingpong validating every
 # buffer, perftest's RC bandwidth and latency tests over verbs and rdma_cm.
 # Then between two namespaces over a veth pair: the pingpongs over IPv4 and
@@ -15,7 +16,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 30
+ktap_set_plan 32
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
@@ -44,6 +45,10 @@ check "RC error: both QPs in ERR, later WQEs and the receives flushed with WR_FL
 check "RC remote access violations (foreign PD, wrong key, past the MR, u64 wrap, access rights, misaligned atomic, invalidated and foreign windows) fail, target unchanged" \
 	t security
 check "RC memory windows: type 1 bind, bounds, unbind, dealloc; zero-based type 2; SEND_WITH_INV; failing binds" t mw
+check "RC atomics and ATOMIC WRITE need an 8-byte aligned target in memory, not only an aligned VA (zero-based windows and MRs at 4 mod 8): INV_REQ, target unchanged" \
+	t atomic_align
+check "RC FLUSH needs the QP's flush rights and the MR's; one of no placement type is INV_REQ whatever its rkey (no rkey oracle)" \
+	t flush
 
 # pp TOOL PORT ARGS...: a stock ibv_*_pingpong validating its buffers (-c),
 # server and client on rrxer0 with its IPv4 GID, over TCP to 127.0.0.1.
