@@ -16,7 +16,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 32
+ktap_set_plan 33
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
@@ -133,6 +133,39 @@ check "ibv_rc_pingpong -c between namespaces over IPv6: 3000-byte messages, 256-
 	pp_ns ibv_rc_pingpong 18532 fd78: -s 3000 -m 256 -n 100
 check "ibv_rc_pingpong -c between namespaces: 300000-byte messages at a 1 KiB MTU (293 packets, past the 128-PSN window), 10 iterations" \
 	pp_ns ibv_rc_pingpong 18534 ffff:10.78.0. -s 300000 -m 1024 -n 10
+# big_mtu: the QPs' path MTU (4096) above what the 1500-byte veth carries,
+# which modify_qp accepts, as rdma_rxe does (it checks against the port's
+# max_mtu only). Messages that fit in one packet of the link pass; an 8 KiB
+# SEND, whose 4096-byte packets the IP layer refuses (EMSGSIZE), fails at
+# once with LOC_QP_OP_ERR instead of being retried forever (retry_cnt 7
+# means no limit). rdma_rxe fails it at once too: it sets LOC_QP_OP_ERR,
+# and its QP's error flush then reports the WQE as WR_FLUSH_ERR.
+big_mtu() {
+	local ga pid rc t0 t
+	pp_ns ibv_rc_pingpong 18535 ffff:10.78.0. -s 1000 -m 4096 -n 20 || return 1
+	ga=$(gid_index rrxera ffff:10.78.0.)
+	ip netns exec $A timeout 60 ibv_rc_pingpong -d rrxera -g "$ga" -p 18536 -s 8192 -m 4096 -n 1 \
+		>"$work/server" 2>&1 </dev/null &
+	pid=$!
+	echo "$pid" >>"$work/pids"
+	wait_for 20 listening tcp:18536 $A
+	t0=$(date +%s)
+	rc=0
+	ip netns exec $B timeout 40 ibv_rc_pingpong -d rrxerb -g "$ga" -p 18536 -s 8192 -m 4096 -n 1 \
+		10.78.0.1 >"$work/client" 2>&1 </dev/null || rc=$?
+	t=$(($(date +%s) - t0))
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+	if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$t" -gt 20 ] || ! grep -q "Failed status local QP operation error" "$work/client"; then
+		echo "8 KiB SEND at path MTU 4096 over a 1500-byte link: client exited $rc after $t s"
+		tail -n 5 "$work/client"
+		return 1
+	fi
+	echo "# the 8 KiB SEND failed after $t s: $(grep -m1 'Failed status' "$work/client")"
+}
+
+check "path MTU 4096 over a 1500-byte veth (accepted, as by rdma_rxe): 1000-byte messages pass, an 8 KiB SEND fails at once with LOC_QP_OP_ERR" \
+	big_mtu
 check "ibv_srq_pingpong -c between namespaces: 4 QPs, 100 iterations each" \
 	pp_ns ibv_srq_pingpong 18533 ffff:10.78.0. -q 4 -s 4096 -n 100
 check "rping -V between namespaces over IPv4: 500 validated pings of 1000 bytes" rping_ns 10.78.0.1
