@@ -365,9 +365,34 @@ pub fn op_sequence_ok(in_progress: Option<bool>, is_send: bool, pos: Pos) -> boo
     }
 }
 
+/// The alignment of an atomic's (and an ATOMIC WRITE's) eight bytes.
+pub const ATOMIC_ALIGN: u64 = 8;
+
+/// Whether an atomic at `va` whose target lies at `addr` in memory (any
+/// address with the same low bits, such as its offset in its page) may go
+/// ahead: the VA must be aligned, as the IB spec requires of atomics, and
+/// so must the memory, which a zero-based MR or window need not put at an
+/// aligned VA (rxe checks the address in memory too).
+pub const fn atomic_aligned(va: u64, addr: u64) -> bool {
+    (va | addr) & (ATOMIC_ALIGN - 1) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atomic_alignment_of_va_and_memory() {
+        assert!(atomic_aligned(0, 0));
+        assert!(atomic_aligned(0x1008, 0xff8));
+        // An aligned VA of a zero-based region at 4 mod 8 in memory.
+        assert!(!atomic_aligned(0, 0x004));
+        assert!(!atomic_aligned(8, 0x00c));
+        // The other way round.
+        assert!(!atomic_aligned(4, 0x008));
+        assert!(!atomic_aligned(1, 1));
+        assert!(!atomic_aligned(0, 7));
+    }
 
     #[test]
     fn backoff_doubles_on_expiry_up_to_four_times() {

@@ -335,11 +335,14 @@ fn atomic(c: &Ctx<'_, '_>, rc: &mut RcState, cas: bool) -> core::result::Result<
     }
     let (d, s, p) = (c.d, c.s, c.p);
     let atm = p.atm.ok_or(INV_REQ)?;
-    if atm.va & 7 != 0 {
+    if atm.va % rc::ATOMIC_ALIGN != 0 {
         return Err(INV_REQ);
     }
     let (m, at) = mr::lookup_key(d, atm.rkey, s.pd, s.qpn, access::REMOTE_ATOMIC, atm.va, 8)
         .map_err(key_fail)?;
+    if !rc::atomic_aligned(atm.va, m.page_offset_of(at).map_err(key_fail)?) {
+        return Err(INV_REQ);
+    }
     let orig = {
         let _g = d.atomics().lock();
         let mut b = [0u8; 8];
@@ -373,11 +376,14 @@ fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply
     }
     let (d, s, p) = (c.d, c.s, c.p);
     let reth = p.reth.ok_or(INV_REQ)?;
-    if reth.va & 7 != 0 || p.payload.len() != 8 || reth.len != 8 {
+    if reth.va % rc::ATOMIC_ALIGN != 0 || p.payload.len() != 8 || reth.len != 8 {
         return Err(INV_REQ);
     }
     let (m, at) = mr::lookup_key(d, reth.rkey, s.pd, s.qpn, access::REMOTE_WRITE, reth.va, 8)
         .map_err(key_fail)?;
+    if !rc::atomic_aligned(reth.va, m.page_offset_of(at).map_err(key_fail)?) {
+        return Err(INV_REQ);
+    }
     {
         let _g = d.atomics().lock();
         m.write(at, p.payload).map_err(key_fail)?;
