@@ -396,7 +396,7 @@ fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply
     })
 }
 
-/// A FLUSH: the rkey must grant the flush type asked for.
+/// A FLUSH: the QP and the rkey must grant the flush types asked for.
 fn flush(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> {
     if rc.msg.is_some() {
         return Err(INV_REQ);
@@ -404,13 +404,12 @@ fn flush(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail>
     let p = c.p;
     let reth = p.reth.ok_or(INV_REQ)?;
     let feth = p.feth.ok_or(INV_REQ)?;
-    let ty = feth & 0xf;
-    let mut need = 0;
-    if ty & 1 != 0 {
-        need |= access::FLUSH_GLOBAL;
-    }
-    if ty & 2 != 0 {
-        need |= access::FLUSH_PERSISTENT;
+    // A FLUSH of no placement type asks for no right: an invalid request,
+    // before any rkey is looked at. The QP must allow the types asked for,
+    // as must the rkey.
+    let need = rc::flush_access(feth & 0xf).ok_or(INV_REQ)?;
+    if c.a.qp_access_flags & need != need {
+        return Err(INV_REQ);
     }
     c.check_key(reth.rkey, need, reth.va, reth.len)?;
     // Memory here is ordinary RAM written by the CPU: once the copies are
