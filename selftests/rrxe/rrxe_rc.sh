@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # RC (reliable connected) transport. First rrxe_rc_test's modes between QPs
 # of one device (SEND scatter/gather and immediates, RDMA WRITE and READ,
-# atomics and a fetch_add race, RNR and transport retries, the ERR flush, remote access
-# violations, memory windows, atomic alignment in memory, FLUSH rights), data
-# compared byte for byte. Then the stock
-# tools on that device: ibv_rc_pingpong and ibv_srq_pingpong validating every
-# buffer, perftest's RC bandwidth and latency tests over verbs and rdma_cm.
-# Then between two namespaces over a veth pair: the pingpongs over IPv4 and
-# IPv6, rping with validation over IPv4 and IPv6, rdma_server/rdma_client,
-# ib_read_bw over rdma_cm and ib_atomic_bw. Every server runs under a
-# timeout; the client must finish first and both must succeed.
+# atomics and a fetch_add race, RNR and transport retries, the ERR flush,
+# remote access violations, memory windows, atomic alignment in memory,
+# FLUSH rights), data compared byte for byte. Then the stock tools on that
+# device: ibv_rc_pingpong and ibv_srq_pingpong validating every buffer,
+# perftest's RC bandwidth and latency tests over verbs and rdma_cm. Then
+# between two namespaces over a veth pair: the pingpongs over IPv4 and IPv6
+# (also at a path MTU above the veth's), rping with validation over IPv4 and
+# IPv6, rdma_server/rdma_client, ib_read_bw over rdma_cm and ib_atomic_bw.
+# Every server runs under a timeout; the client must finish first and both
+# must succeed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
