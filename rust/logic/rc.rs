@@ -3,7 +3,7 @@
 //! The reliable connected transport's rules (IB spec chapter 9.7): its
 //! opcodes, PSN ordering, AETH syndromes and the timers.
 
-use super::uc::Pos;
+use super::{access, uc::Pos};
 
 /// The requester stops sending with this many PSNs unacknowledged.
 pub const MAX_UNACKED: u32 = 128;
@@ -365,9 +365,76 @@ pub fn op_sequence_ok(in_progress: Option<bool>, is_send: bool, pos: Pos) -> boo
     }
 }
 
+/// The alignment of an atomic's (and an ATOMIC WRITE's) eight bytes.
+pub const ATOMIC_ALIGN: u64 = 8;
+
+/// Whether an atomic at `va` whose target lies at `addr` in memory (any
+/// address with the same low bits, such as its offset in its page) may go
+/// ahead: the VA must be aligned, as the IB spec requires of atomics, and
+/// so must the memory, which a zero-based MR or window need not put at an
+/// aligned VA (rxe checks the address in memory too).
+pub const fn atomic_aligned(va: u64, addr: u64) -> bool {
+    (va | addr) & (ATOMIC_ALIGN - 1) == 0
+}
+
+/// The FETH's placement type bits: global visibility and persistence.
+pub mod flush_type {
+    /// `IB_FLUSH_GLOBAL`.
+    pub const GLOBAL: u32 = 1;
+    /// `IB_FLUSH_PERSISTENT`.
+    pub const PERSISTENT: u32 = 2;
+}
+
+/// The access a FLUSH of placement types `ty` (the FETH's low four bits)
+/// needs, both in the responder QP's access flags and in its rkey; `None`
+/// when it names neither type: such a FLUSH asks for nothing, and it would
+/// otherwise check an rkey against no right at all (an rkey oracle), so it
+/// is an invalid request.
+pub const fn flush_access(ty: u32) -> Option<u32> {
+    let mut need = 0;
+    if ty & flush_type::GLOBAL != 0 {
+        need |= access::FLUSH_GLOBAL;
+    }
+    if ty & flush_type::PERSISTENT != 0 {
+        need |= access::FLUSH_PERSISTENT;
+    }
+    if need == 0 {
+        None
+    } else {
+        Some(need)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atomic_alignment_of_va_and_memory() {
+        assert!(atomic_aligned(0, 0));
+        assert!(atomic_aligned(0x1008, 0xff8));
+        // An aligned VA of a zero-based region at 4 mod 8 in memory.
+        assert!(!atomic_aligned(0, 0x004));
+        assert!(!atomic_aligned(8, 0x00c));
+        // The other way round.
+        assert!(!atomic_aligned(4, 0x008));
+        assert!(!atomic_aligned(1, 1));
+        assert!(!atomic_aligned(0, 7));
+    }
+
+    #[test]
+    fn flush_needs_the_rights_of_its_types() {
+        assert_eq!(flush_access(0), None);
+        // Bits beyond the two types ask for nothing either.
+        assert_eq!(flush_access(0xc), None);
+        assert_eq!(flush_access(1), Some(access::FLUSH_GLOBAL));
+        assert_eq!(flush_access(2), Some(access::FLUSH_PERSISTENT));
+        assert_eq!(
+            flush_access(3),
+            Some(access::FLUSH_GLOBAL | access::FLUSH_PERSISTENT)
+        );
+        assert_eq!(flush_access(0xd), Some(access::FLUSH_GLOBAL));
+    }
 
     #[test]
     fn backoff_doubles_on_expiry_up_to_four_times() {

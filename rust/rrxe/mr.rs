@@ -440,6 +440,31 @@ impl RrxeMr {
         }
     }
 
+    /// The offset in its page of the memory behind `iova` (its address's
+    /// low bits: atomics need their target aligned in memory, and a
+    /// zero-based region need not put an aligned VA at an aligned address).
+    pub fn page_offset_of(&self, iova: u64) -> Result<u64> {
+        let mask = crate::ib::umem::PAGE_SIZE as u64 - 1;
+        if let MrMem::Fast(f) = &*self.mem {
+            let (addr, _) = f.lock().locate(iova, 1).ok_or(EFAULT)?;
+            return Ok(addr & mask);
+        }
+        let off = self.range.offset_of(iova, 1).ok_or(EFAULT)?;
+        match &*self.mem {
+            // The pinned pages start at page boundaries.
+            MrMem::User { first_offset, .. } => {
+                Ok((*first_offset as u64).checked_add(off).ok_or(EFAULT)? & mask)
+            }
+            MrMem::Dm { mem, offset } => {
+                let p = mem.ptr(offset.checked_add(off).ok_or(EFAULT)?, 1)?;
+                Ok(p as usize as u64 & mask)
+            }
+            // A DMA MR's addresses are kernel virtual addresses.
+            MrMem::Dma => Ok(iova & mask),
+            MrMem::Fast(_) => Err(EFAULT),
+        }
+    }
+
     /// Copies from the region at `iova` into `dst`.
     pub fn read(&self, iova: u64, dst: &mut [u8]) -> Result {
         if let MrMem::Fast(f) = &*self.mem {

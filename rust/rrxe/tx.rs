@@ -116,10 +116,14 @@ pub(crate) fn xmit(
     net::xmit(dev, out, &h[..n], len, fill)
 }
 
-/// Sends one packet of a connected QP on the wire. `Err` only when `fill`
-/// could not gather the payload (nothing was sent); a packet lost on the
-/// way out is counted: RC's retransmit timer recovers it, UC does not
-/// retry.
+/// Sends one packet of a connected QP on the wire. `Err` when `fill` could
+/// not gather the payload (nothing was sent), or `EMSGSIZE` when the packet
+/// is bigger than the route carries (a path MTU above the netdev's, which
+/// `modify_qp` accepts as rxe does): sending it again cannot help, and the
+/// WQE fails, as rxe fails a WQE whose packet it could not send (with
+/// `LOC_QP_OP_ERR`, which its error flush reports as `WR_FLUSH_ERR`). Any
+/// other packet lost on the way out is counted: RC's retransmit timer
+/// recovers it, UC does not retry.
 pub(crate) fn send(
     dev: &Device<Rrxe>,
     out: &IpOut,
@@ -133,11 +137,26 @@ pub(crate) fn send(
     });
     match r {
         Err(e) if gather_err => Err(e),
+        Err(e) if e == EMSGSIZE => {
+            dev.data().count(Counter::SendErr, 1);
+            Err(e)
+        }
         Err(_) => {
             dev.data().count(Counter::SendErr, 1);
             Ok(())
         }
         Ok(()) => Ok(()),
+    }
+}
+
+/// The status of a WQE whose packet [`send`] refused: `EMSGSIZE` (bigger
+/// than the route carries) is rxe's `LOC_QP_OP_ERR`, anything else a
+/// payload that could not be gathered.
+pub(crate) fn fail_status(e: Error) -> u32 {
+    if e == EMSGSIZE {
+        crate::logic::cqe::status::LOC_QP_OP_ERR
+    } else {
+        crate::logic::cqe::status::LOC_PROT_ERR
     }
 }
 

@@ -196,8 +196,8 @@ fn send_packets(
         } else {
             tx::send(dev, &out, &h, plen, fill)
         };
-        if r.is_err() {
-            st = status::LOC_PROT_ERR;
+        if let Err(e) = r {
+            st = tx::fail_status(e);
             break;
         }
         sent += plen as u64;

@@ -2,20 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0
 # RC (reliable connected) transport. First rrxe_rc_test's modes between QPs
 # of one device (SEND scatter/gather and immediates, RDMA WRITE and READ,
-# atomics and a fetch_add race, RNR and transport retries, the ERR flush, remote access
-# violations, memory windows), data compared byte for byte. Then the stock
-# tools on that device: ibv_rc_pingpong and ibv_srq_pingpong validating every
-# buffer, perftest's RC bandwidth and latency tests over verbs and rdma_cm.
-# Then between two namespaces over a veth pair: the pingpongs over IPv4 and
-# IPv6, rping with validation over IPv4 and IPv6, rdma_server/rdma_client,
-# ib_read_bw over rdma_cm and ib_atomic_bw. Every server runs under a
-# timeout; the client must finish first and both must succeed.
+# atomics and a fetch_add race, RNR and transport retries, the ERR flush,
+# remote access violations, memory windows, atomic alignment in memory,
+# FLUSH rights), data compared byte for byte. Then the stock tools on that
+# device: ibv_rc_pingpong and ibv_srq_pingpong validating every buffer,
+# perftest's RC bandwidth and latency tests over verbs and rdma_cm. Then
+# between two namespaces over a veth pair: the pingpongs over IPv4 and IPv6
+# (also at a path MTU above the veth's), rping with validation over IPv4 and
+# IPv6, rdma_server/rdma_client, ib_read_bw over rdma_cm and ib_atomic_bw.
+# Every server runs under a timeout; the client must finish first and both
+# must succeed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 30
+ktap_set_plan 33
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
@@ -44,6 +46,10 @@ check "RC error: both QPs in ERR, later WQEs and the receives flushed with WR_FL
 check "RC remote access violations (foreign PD, wrong key, past the MR, u64 wrap, access rights, misaligned atomic, invalidated and foreign windows) fail, target unchanged" \
 	t security
 check "RC memory windows: type 1 bind, bounds, unbind, dealloc; zero-based type 2; SEND_WITH_INV; failing binds" t mw
+check "RC atomics and ATOMIC WRITE need an 8-byte aligned target in memory, not only an aligned VA (zero-based windows and MRs at 4 mod 8): INV_REQ, target unchanged" \
+	t atomic_align
+check "RC FLUSH needs the QP's flush rights and the MR's; one of no placement type is INV_REQ whatever its rkey (no rkey oracle)" \
+	t flush
 
 # pp TOOL PORT ARGS...: a stock ibv_*_pingpong validating its buffers (-c),
 # server and client on rrxer0 with its IPv4 GID, over TCP to 127.0.0.1.
@@ -128,6 +134,39 @@ check "ibv_rc_pingpong -c between namespaces over IPv6: 3000-byte messages, 256-
 	pp_ns ibv_rc_pingpong 18532 fd78: -s 3000 -m 256 -n 100
 check "ibv_rc_pingpong -c between namespaces: 300000-byte messages at a 1 KiB MTU (293 packets, past the 128-PSN window), 10 iterations" \
 	pp_ns ibv_rc_pingpong 18534 ffff:10.78.0. -s 300000 -m 1024 -n 10
+# big_mtu: the QPs' path MTU (4096) above what the 1500-byte veth carries,
+# which modify_qp accepts, as rdma_rxe does (it checks against the port's
+# max_mtu only). Messages that fit in one packet of the link pass; an 8 KiB
+# SEND, whose 4096-byte packets the IP layer refuses (EMSGSIZE), fails at
+# once with LOC_QP_OP_ERR instead of being retried forever (retry_cnt 7
+# means no limit). rdma_rxe fails it at once too: it sets LOC_QP_OP_ERR,
+# and its QP's error flush then reports the WQE as WR_FLUSH_ERR.
+big_mtu() {
+	local ga pid rc t0 t
+	pp_ns ibv_rc_pingpong 18535 ffff:10.78.0. -s 1000 -m 4096 -n 20 || return 1
+	ga=$(gid_index rrxera ffff:10.78.0.)
+	ip netns exec $A timeout 60 ibv_rc_pingpong -d rrxera -g "$ga" -p 18536 -s 8192 -m 4096 -n 1 \
+		>"$work/server" 2>&1 </dev/null &
+	pid=$!
+	echo "$pid" >>"$work/pids"
+	wait_for 20 listening tcp:18536 $A
+	t0=$(date +%s)
+	rc=0
+	ip netns exec $B timeout 40 ibv_rc_pingpong -d rrxerb -g "$ga" -p 18536 -s 8192 -m 4096 -n 1 \
+		10.78.0.1 >"$work/client" 2>&1 </dev/null || rc=$?
+	t=$(($(date +%s) - t0))
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+	if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$t" -gt 20 ] || ! grep -q "Failed status local QP operation error" "$work/client"; then
+		echo "8 KiB SEND at path MTU 4096 over a 1500-byte link: client exited $rc after $t s"
+		tail -n 5 "$work/client"
+		return 1
+	fi
+	echo "# the 8 KiB SEND failed after $t s: $(grep -m1 'Failed status' "$work/client")"
+}
+
+check "path MTU 4096 over a 1500-byte veth (accepted, as by rdma_rxe): 1000-byte messages pass, an 8 KiB SEND fails at once with LOC_QP_OP_ERR" \
+	big_mtu
 check "ibv_srq_pingpong -c between namespaces: 4 QPs, 100 iterations each" \
 	pp_ns ibv_srq_pingpong 18533 ffff:10.78.0. -q 4 -s 4096 -n 100
 check "rping -V between namespaces over IPv4: 500 validated pings of 1000 bytes" rping_ns 10.78.0.1

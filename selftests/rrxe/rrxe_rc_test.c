@@ -30,6 +30,13 @@
  *   mw          memory windows: type 1 bound with ibv_bind_mw, at its
  *               bounds and one byte out, unbound; a zero-based type 2
  *               window; SEND_WITH_INV; failing binds; a deallocated window
+ *   atomic_align atomics and ATOMIC WRITE whose VA is aligned but whose
+ *               target in memory is not (zero-based windows and MRs at an
+ *               address 4 mod 8), and the other way round: invalid requests
+ *   flush       FLUSH (written into the send ring: librxe 44 cannot post
+ *               it) needs the MR's and the responder QP's flush rights; a
+ *               FLUSH of no placement type is an invalid request whatever
+ *               its rkey
  *
  * The PSN of the first direction starts just below the 24-bit wrap, so the
  * bigger transfers cross it.
@@ -38,6 +45,8 @@
 #include <endian.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_rxe.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +79,7 @@ struct end {
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;
 	struct ibv_cq *scq, *rcq;
+	struct rxe_queue_buf *sq;	/* librxe's mapping of the send ring */
 };
 
 /* a is the requester, b the responder; they are connected both ways. */
@@ -170,8 +180,47 @@ static int quiet(struct ibv_cq *cq, const char *what, long ms)
 	return 0;
 }
 
+/*
+ * The mappings of the uverbs device that appeared since the last call (a
+ * QP's rings, to write WQEs librxe 44 cannot post: FLUSH, ATOMIC WRITE).
+ */
+#define MAXMAP 64
+static uintptr_t known_maps[MAXMAP];
+static int nknown_maps;
+
+static int new_maps(uintptr_t *out, int max)
+{
+	uintptr_t cur[MAXMAP];
+	int ncur = 0, nout = 0;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f) && ncur < MAXMAP) {
+		unsigned long lo;
+
+		if (strstr(line, "/dev/infiniband/uverbs") && sscanf(line, "%lx-", &lo) == 1)
+			cur[ncur++] = lo;
+	}
+	fclose(f);
+	for (int i = 0; i < ncur; i++) {
+		bool old = false;
+
+		for (int k = 0; k < nknown_maps; k++)
+			old |= known_maps[k] == cur[i];
+		if (!old && nout < max)
+			out[nout++] = cur[i];
+	}
+	memcpy(known_maps, cur, sizeof(cur[0]) * ncur);
+	nknown_maps = ncur;
+	return nout;
+}
+
 static int make_end(struct end *e, bool ex)
 {
+	uintptr_t m[4];
+	int n;
 	struct ibv_qp_cap cap = { .max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 4,
 				  .max_recv_sge = 4, .max_inline_data = 64 };
 
@@ -197,10 +246,59 @@ static int make_end(struct end *e, bool ex)
 		struct ibv_qp_init_attr ia = { .send_cq = e->scq, .recv_cq = e->rcq, .cap = cap,
 					       .qp_type = IBV_QPT_RC };
 
+		new_maps(m, 4);
 		e->qp = ibv_create_qp(pd, &ia);
 		if (!e->qp)
 			FAIL("create RC QP: %s", strerror(errno));
+		/* Its send and receive rings; the send ring has the larger slots. */
+		n = new_maps(m, 4);
+		if (n != 2)
+			FAIL("create RC QP: %d new mappings of the device, not 2", n);
+		e->sq = (struct rxe_queue_buf *)m[0];
+		if (e->sq->log2_elem_size < ((struct rxe_queue_buf *)m[1])->log2_elem_size)
+			e->sq = (struct rxe_queue_buf *)m[1];
 	}
+	return 0;
+}
+
+/*
+ * Writes a signaled WQE with `wr_id` and `opcode` into `e`'s send ring
+ * (its wr.wr union and the first 8 bytes of its data from `wr` and `data`)
+ * and rings the doorbell as librxe does: POST_SEND without work requests.
+ */
+static int post_raw(struct end *e, uint64_t wr_id, uint32_t opcode, const void *wr, size_t wr_len,
+		    const void *data)
+{
+	struct rxe_queue_buf *q = e->sq;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req;
+	struct ib_uverbs_post_send_resp resp;
+	struct rxe_send_wqe *w;
+	uint32_t prod;
+
+	if (!q)
+		FAIL("no send ring mapped for QP %u", e->qp->qp_num);
+	prod = __atomic_load_n(&q->producer_index, __ATOMIC_RELAXED) & q->index_mask;
+	w = (void *)(q->data + ((size_t)prod << q->log2_elem_size));
+	memset(w, 0, sizeof(*w));
+	w->wr.wr_id = wr_id;
+	w->wr.opcode = opcode;
+	w->wr.send_flags = IBV_SEND_SIGNALED;
+	memcpy(&w->wr.wr, wr, wr_len);
+	if (data)
+		memcpy(w->dma.inline_data, data, 8);
+	__atomic_store_n(&q->producer_index, (prod + 1) & q->index_mask, __ATOMIC_RELEASE);
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.qp_handle = e->qp->handle;
+	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	if (write(ctx->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		FAIL("doorbell of QP %u: %s", e->qp->qp_num, strerror(errno));
 	return 0;
 }
 
@@ -1217,19 +1315,222 @@ static int mode_mw(void)
 	return 0;
 }
 
+/* What librxe 44 has no names for (include/uapi/rdma of the kernel). */
+#define WR_FLUSH 14
+#define WR_ATOMIC_WRITE 15
+#define ACCESS_FLUSH_GLOBAL (1 << 8)
+#define ACCESS_FLUSH_PERSISTENT (1 << 9)
+#define FLUSH_GLOBAL 1		/* placement types */
+#define FLUSH_PERSISTENT 2
+#define FLUSH_RANGE 0		/* selectivity levels */
+
+/* rxe_send_wr's wr.rdma and wr.flush. */
+struct rdma_wr {
+	uint64_t remote_addr;
+	uint32_t rkey, reserved;
+};
+
+struct flush_wr {
+	uint64_t remote_addr;
+	uint32_t length, rkey;
+	uint8_t type, level;
+};
+
+/*
+ * On a fresh pair, FETCH_AND_ADD(1) or CMP_AND_SWP(v0, 7) at `raddr`
+ * through `rkey` (or, if `wbase`, through a fresh type 2 window bound there
+ * on the responder with `waccess`) must complete with `want`; on success it
+ * must return the original value and leave the 8 bytes at `t` added to or
+ * swapped; every other byte of dst must stay as it was.
+ */
+static int atomic_at(const char *what, enum ibv_wr_opcode op, uint8_t *wbase, int waccess, uint64_t raddr,
+		     uint32_t rkey, uint8_t *t, enum ibv_wc_status want)
+{
+	uint64_t v0 = 0x0123456789abcdefull, v, *res = (uint64_t *)src;
+	struct ibv_mw *mw = NULL;
+	struct popt o = def;
+	struct pair p;
+	int ret;
+
+	fill_dst(31);
+	memcpy(t, &v0, 8);
+	memcpy(saved + (t - dst), &v0, 8);
+	*res = 0;
+	/* librxe's ibv_post_send refuses a misaligned atomic: the extended API does not. */
+	o.ex = raddr & 7;
+	if (pair_new(&p, &o))
+		return 1;
+	if (wbase) {
+		mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+		if (!mw)
+			FAIL("alloc type 2 MW: %s", strerror(errno));
+		if (bind2(&p.b, mw, dmr, wbase, 64, waccess, &rkey))
+			return 1;
+	}
+	if (o.ex) {
+		ibv_wr_start(p.a.qpx);
+		p.a.qpx->wr_id = 1;
+		p.a.qpx->wr_flags = IBV_SEND_SIGNALED;
+		if (op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			ibv_wr_atomic_fetch_add(p.a.qpx, rkey, raddr, 1);
+		else
+			ibv_wr_atomic_cmp_swp(p.a.qpx, rkey, raddr, v0, 7);
+		ibv_wr_set_sge(p.a.qpx, smr->lkey, (uintptr_t)res, 8);
+		ret = ibv_wr_complete(p.a.qpx);
+		if (ret)
+			FAIL("%s: ibv_wr_complete: %s", what, strerror(ret));
+	} else if (post_atomic(p.a.qp, op, 1, res, raddr, rkey, op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 1 : v0, 7)) {
+		return 1;
+	}
+	if (expect(p.a.scq, what, 1, want, -1, -1))
+		return 1;
+	usleep(20000);
+	if (want == IBV_WC_SUCCESS) {
+		v = op == IBV_WR_ATOMIC_FETCH_AND_ADD ? v0 + 1 : 7;
+		if (*res != v0)
+			FAIL("%s: returned 0x%llx, not 0x%llx", what, (unsigned long long)*res,
+			     (unsigned long long)v0);
+		memcpy(saved + (t - dst), &v, 8);
+	}
+	if (dst_unchanged(what) || pair_free(&p))
+		return 1;
+	if (mw && (ret = ibv_dealloc_mw(mw)))
+		FAIL("dealloc MW: %s", strerror(ret));
+	return 0;
+}
+
+static int mode_atomic_align(void)
+{
+	const int zb = IBV_ACCESS_LOCAL_WRITE | REMOTE_ALL | IBV_ACCESS_ZERO_BASED;
+	uint8_t *m4 = dst + 0x60004, *m8 = dst + 0x61008;
+	struct ibv_mr *z4 = ibv_reg_mr(pd, m4, 256, zb), *z8 = ibv_reg_mr(pd, m8, 256, zb);
+	const int wa = IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED;
+	uint64_t one = 0x1111111111111111ull;
+	struct rdma_wr aw;
+	struct pair p;
+	int ret;
+
+	if (!z4 || !z8)
+		FAIL("zero-based MRs: %s", strerror(errno));
+
+	/* Zero-based windows: address 0 of one bound at dst + 0x50004 is misaligned in memory. */
+	if (atomic_at("FETCH_AND_ADD at 8 of a zero-based window on an aligned address", IBV_WR_ATOMIC_FETCH_AND_ADD,
+		      dst + 0x50000, wa, 8, 0, dst + 0x50008, IBV_WC_SUCCESS) ||
+	    atomic_at("FETCH_AND_ADD at 0 of a zero-based window at dst + 4 mod 8", IBV_WR_ATOMIC_FETCH_AND_ADD,
+		      dst + 0x50004, wa, 0, 0, dst + 0x50004, IBV_WC_REM_INV_REQ_ERR) ||
+	    atomic_at("CMP_AND_SWP at 8 of a zero-based window at dst + 4 mod 8", IBV_WR_ATOMIC_CMP_AND_SWP,
+		      dst + 0x50004, wa, 8, 0, dst + 0x5000c, IBV_WC_REM_INV_REQ_ERR))
+		return 1;
+	/* Zero-based MRs (rrxe's ZERO_BASED registration) likewise. */
+	if (atomic_at("CMP_AND_SWP at 8 of a zero-based MR on an aligned address", IBV_WR_ATOMIC_CMP_AND_SWP,
+		      NULL, 0, 8, z8->rkey, m8 + 8, IBV_WC_SUCCESS) ||
+	    atomic_at("CMP_AND_SWP at 0 of a zero-based MR at dst + 4 mod 8", IBV_WR_ATOMIC_CMP_AND_SWP,
+		      NULL, 0, 0, z4->rkey, m4, IBV_WC_REM_INV_REQ_ERR) ||
+	    atomic_at("FETCH_AND_ADD at 16 of a zero-based MR at dst + 4 mod 8", IBV_WR_ATOMIC_FETCH_AND_ADD,
+		      NULL, 0, 16, z4->rkey, m4 + 16, IBV_WC_REM_INV_REQ_ERR))
+		return 1;
+	/* The other way round: an aligned target at a misaligned address is still refused (the VA's rule). */
+	if (atomic_at("FETCH_AND_ADD at 4 of a zero-based MR at dst + 4 mod 8", IBV_WR_ATOMIC_FETCH_AND_ADD,
+		      NULL, 0, 4, z4->rkey, m4 + 4, IBV_WC_REM_INV_REQ_ERR))
+		return 1;
+
+	/* ATOMIC WRITE, written into the send ring (librxe 44 has no verb for it). */
+	fill_dst(32);
+	if (pair_new(&p, &def))
+		return 1;
+	memset(&aw, 0, sizeof(aw));
+	aw.remote_addr = 8;
+	aw.rkey = z8->rkey;
+	if (post_raw(&p.a, 1, WR_ATOMIC_WRITE, &aw, sizeof(aw), &one) ||
+	    expect(p.a.scq, "ATOMIC WRITE at 8 of a zero-based MR on an aligned address", 1, IBV_WC_SUCCESS, -1, -1))
+		return 1;
+	memcpy(saved + (m8 + 8 - dst), &one, 8);
+	if (dst_unchanged("ATOMIC WRITE at 8 of a zero-based MR"))
+		return 1;
+	aw.remote_addr = 0;
+	aw.rkey = z4->rkey;
+	if (post_raw(&p.a, 2, WR_ATOMIC_WRITE, &aw, sizeof(aw), &one) ||
+	    expect(p.a.scq, "ATOMIC WRITE at 0 of a zero-based MR at dst + 4 mod 8", 2, IBV_WC_REM_INV_REQ_ERR, -1,
+		   -1))
+		return 1;
+	usleep(20000);
+	if (dst_unchanged("misaligned ATOMIC WRITE") || pair_free(&p))
+		return 1;
+	if ((ret = ibv_dereg_mr(z4)) || (ret = ibv_dereg_mr(z8)))
+		FAIL("release: %s", strerror(ret));
+	printf("atomic_align ok\n");
+	return 0;
+}
+
+/*
+ * On a fresh pair whose responder has qp_access_flags `qa`: a FLUSH of
+ * `type` over 256 bytes at `raddr` through `rkey` must complete with `want`.
+ */
+static int flush_case(const char *what, int qa, uint8_t type, uint64_t raddr, uint32_t rkey,
+		      enum ibv_wc_status want)
+{
+	struct flush_wr f = { .remote_addr = raddr, .length = 256, .rkey = rkey, .type = type,
+			      .level = FLUSH_RANGE };
+	struct popt o = def;
+	struct pair p;
+
+	o.b_access = qa;
+	fill_dst(40);
+	if (pair_new(&p, &o) || post_raw(&p.a, 1, WR_FLUSH, &f, sizeof(f), NULL) ||
+	    expect(p.a.scq, what, 1, want, -1, -1))
+		return 1;
+	usleep(20000);
+	if (dst_unchanged(what))
+		return 1;
+	return pair_free(&p);
+}
+
+static int mode_flush(void)
+{
+	const int fa = REMOTE_ALL | ACCESS_FLUSH_GLOBAL | ACCESS_FLUSH_PERSISTENT;
+	uint8_t *fm = dst + 0x70000;
+	struct ibv_mr *fmr = ibv_reg_mr(pd, fm, 4096, IBV_ACCESS_LOCAL_WRITE | ACCESS_FLUSH_GLOBAL);
+	uint32_t bogus = (dmr->rkey & ~0xffu) | ((dmr->rkey + 0x5a) & 0xff);
+
+	if (!fmr)
+		FAIL("MR with FLUSH_GLOBAL access: %s", strerror(errno));
+	if (flush_case("FLUSH global of an MR with FLUSH_GLOBAL, QP with both flush rights", fa, FLUSH_GLOBAL,
+		       (uintptr_t)fm, fmr->rkey, IBV_WC_SUCCESS) ||
+	    flush_case("FLUSH global of an MR without FLUSH_GLOBAL", fa, FLUSH_GLOBAL, (uintptr_t)dst, dmr->rkey,
+		       IBV_WC_REM_ACCESS_ERR) ||
+	    flush_case("FLUSH persistent of an MR with FLUSH_GLOBAL only", fa, FLUSH_PERSISTENT, (uintptr_t)fm,
+		       fmr->rkey, IBV_WC_REM_ACCESS_ERR))
+		return 1;
+	/* The QP's rights count too (rxe's check_qp_attr_access). */
+	if (flush_case("FLUSH global to a QP without FLUSH_GLOBAL", REMOTE_ALL | ACCESS_FLUSH_PERSISTENT,
+		       FLUSH_GLOBAL, (uintptr_t)fm, fmr->rkey, IBV_WC_REM_INV_REQ_ERR))
+		return 1;
+	/* No placement type asks for no right: an invalid request, whatever the key. */
+	if (flush_case("FLUSH of no placement type with a valid rkey", fa, 0, (uintptr_t)dst, dmr->rkey,
+		       IBV_WC_REM_INV_REQ_ERR) ||
+	    flush_case("FLUSH of no placement type with a bogus rkey", fa, 0, (uintptr_t)dst, bogus,
+		       IBV_WC_REM_INV_REQ_ERR))
+		return 1;
+	if (ibv_dereg_mr(fmr))
+		FAIL("dereg: %s", strerror(errno));
+	printf("flush ok\n");
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
 } modes[] = {
 	{ "send", mode_send },		{ "write_read", mode_write_read }, { "atomic", mode_atomic },
 	{ "rnr", mode_rnr },		{ "flush_err", mode_flush_err },   { "security", mode_security },
-	{ "mw", mode_mw },		{ "retry", mode_retry },
+	{ "mw", mode_mw },		{ "retry", mode_retry },	   { "atomic_align", mode_atomic_align },
+	{ "flush", mode_flush },
 };
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -335,11 +335,14 @@ fn atomic(c: &Ctx<'_, '_>, rc: &mut RcState, cas: bool) -> core::result::Result<
     }
     let (d, s, p) = (c.d, c.s, c.p);
     let atm = p.atm.ok_or(INV_REQ)?;
-    if atm.va & 7 != 0 {
+    if atm.va % rc::ATOMIC_ALIGN != 0 {
         return Err(INV_REQ);
     }
     let (m, at) = mr::lookup_key(d, atm.rkey, s.pd, s.qpn, access::REMOTE_ATOMIC, atm.va, 8)
         .map_err(key_fail)?;
+    if !rc::atomic_aligned(atm.va, m.page_offset_of(at).map_err(key_fail)?) {
+        return Err(INV_REQ);
+    }
     let orig = {
         let _g = d.atomics().lock();
         let mut b = [0u8; 8];
@@ -373,11 +376,14 @@ fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply
     }
     let (d, s, p) = (c.d, c.s, c.p);
     let reth = p.reth.ok_or(INV_REQ)?;
-    if reth.va & 7 != 0 || p.payload.len() != 8 || reth.len != 8 {
+    if reth.va % rc::ATOMIC_ALIGN != 0 || p.payload.len() != 8 || reth.len != 8 {
         return Err(INV_REQ);
     }
     let (m, at) = mr::lookup_key(d, reth.rkey, s.pd, s.qpn, access::REMOTE_WRITE, reth.va, 8)
         .map_err(key_fail)?;
+    if !rc::atomic_aligned(reth.va, m.page_offset_of(at).map_err(key_fail)?) {
+        return Err(INV_REQ);
+    }
     {
         let _g = d.atomics().lock();
         m.write(at, p.payload).map_err(key_fail)?;
@@ -390,7 +396,7 @@ fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply
     })
 }
 
-/// A FLUSH: the rkey must grant the flush type asked for.
+/// A FLUSH: the QP and the rkey must grant the flush types asked for.
 fn flush(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> {
     if rc.msg.is_some() {
         return Err(INV_REQ);
@@ -398,13 +404,12 @@ fn flush(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail>
     let p = c.p;
     let reth = p.reth.ok_or(INV_REQ)?;
     let feth = p.feth.ok_or(INV_REQ)?;
-    let ty = feth & 0xf;
-    let mut need = 0;
-    if ty & 1 != 0 {
-        need |= access::FLUSH_GLOBAL;
-    }
-    if ty & 2 != 0 {
-        need |= access::FLUSH_PERSISTENT;
+    // A FLUSH of no placement type asks for no right: an invalid request,
+    // before any rkey is looked at. The QP must allow the types asked for,
+    // as must the rkey.
+    let need = rc::flush_access(feth & 0xf).ok_or(INV_REQ)?;
+    if c.a.qp_access_flags & need != need {
+        return Err(INV_REQ);
     }
     c.check_key(reth.rkey, need, reth.va, reth.len)?;
     // Memory here is ordinary RAM written by the CPU: once the copies are

@@ -137,7 +137,8 @@ impl RcPkt<'_> {
 
 /// Sends a packet to the QP's peer: delivered in place when the peer's GID
 /// is this device's, otherwise on the wire. `Err` if its payload could not
-/// be gathered (nothing was sent).
+/// be gathered (nothing was sent), or `EMSGSIZE` if it is too big for the
+/// route (see [`tx::send`]).
 fn emit(
     dev: &Device<Rrxe>,
     s: &QpShared,

@@ -25,7 +25,7 @@ use crate::rrxe::{
     mr, mw,
     qp::{QpInner, QpShared},
     sq::take_send,
-    tx::{Packet, Src},
+    tx::{self, Packet, Src},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -80,11 +80,12 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             Step::Again => continue,
             Step::Local(i) => run_local(dev.data(), s, i),
             Step::Send(tx, i) => {
-                if emit(dev, s, &a, &tx, &slot, &mut buf).is_err() {
-                    // The WQE's memory keys failed: it completes in error.
+                if let Err(e) = emit(dev, s, &a, &tx, &slot, &mut buf) {
+                    // The WQE's memory keys failed, or its packets are too
+                    // big for the route: it completes in error.
                     let mut rc = s.rc.lock();
                     let mut g = s.inner.lock();
-                    rc.win.finish(i, status::LOC_PROT_ERR);
+                    rc.win.finish(i, tx::fail_status(e));
                     complete_ready(s, &mut rc, &mut g);
                 }
             }

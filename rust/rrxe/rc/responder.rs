@@ -267,17 +267,24 @@ fn send_read(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, buf: &mut KVVec<u8>,
         tx.len = plen as usize;
         let Some(at) = va.checked_add(off) else { break };
         tx.src = Src::Key { rkey, va: at };
-        if emit(dev, s, a, &tx, &[], buf).is_err() {
-            // The memory went away (a window invalidated, say): the
-            // requester learns it from a NAK.
-            let nak = reply_pkt(
-                a,
-                op::ACK,
-                psn_add(psn, j),
-                Some((Syndrome::Nak(Nak::RemAccess), msn)),
-            );
-            let _ = emit(dev, s, a, &nak, &[], buf);
-            break;
+        match emit(dev, s, a, &tx, &[], buf) {
+            Ok(()) => {}
+            // Too big for the route (the responder's path MTU above its
+            // netdev's): lost, as a packet dropped on the way; the
+            // requester's retransmit timer asks again.
+            Err(e) if e == EMSGSIZE => break,
+            Err(_) => {
+                // The memory went away (a window invalidated, say): the
+                // requester learns it from a NAK.
+                let nak = reply_pkt(
+                    a,
+                    op::ACK,
+                    psn_add(psn, j),
+                    Some((Syndrome::Nak(Nak::RemAccess), msn)),
+                );
+                let _ = emit(dev, s, a, &nak, &[], buf);
+                break;
+            }
         }
         off += plen;
     }
