@@ -184,14 +184,16 @@ pair() {
 	# An rdma_cm ID shows LISTEN a moment before the IB CM listens for it
 	# on each device; a client that connects in that moment is rejected
 	# with reason 8 (invalid service ID). That is the harness's race, not
-	# the provider's: try once more while the server still waits.
-	if [ "$rc" -ne 0 ] && [[ $how == cm:* ]] && kill -0 "$pid" 2>/dev/null &&
-		grep -q "REJECTED; error: 8" "$PAIR_DIR/client"; then
-		echo "# rejected as no listener yet; the client tries once more"
+	# the provider's: try again (up to 4 more times, a second apart) while
+	# the server still waits.
+	for ((i = 0; i < 4; i++)); do
+		[ "$rc" -ne 0 ] && [[ $how == cm:* ]] && kill -0 "$pid" 2>/dev/null &&
+			grep -q "REJECTED; error: 8" "$PAIR_DIR/client" || break
+		echo "# rejected as no listener yet; the client tries again"
 		sleep 1
 		rc=0
 		"${pc[@]}" timeout 100 "$@" >"$PAIR_DIR/client" 2>&1 </dev/null || rc=$?
-	fi
+	done
 	if [ "$rc" -ne 0 ]; then
 		echo "client failed: $*"
 		tail -n 40 "$PAIR_DIR/client"
