@@ -74,6 +74,26 @@ static void ctx_fail(struct ctx_test *t, const char *why, u32 a, u32 b)
 	complete(&t->done);
 }
 
+/*
+ * Whether `src` leaves the next message to a timer that is behind: each
+ * timer must post at least one message in CTX_SHARE, or the faster
+ * sources (the 100 us hrtimer, the send completions) would take every
+ * credit and a context would go untested. The softirq timer never waits,
+ * the hrtimer waits only for it, the others for both: none waits on a
+ * source that waits on it.
+ */
+#define CTX_SHARE 32
+static bool ctx_yields(struct ctx_test *t, enum source src)
+{
+	int owed = atomic_read(&t->next_seq) / CTX_SHARE;
+
+	if (src == SRC_SOFTIRQ)
+		return false;
+	if (atomic_read(&t->posted[SRC_SOFTIRQ]) < owed)
+		return true;
+	return src != SRC_HARDIRQ && atomic_read(&t->posted[SRC_HARDIRQ]) < owed;
+}
+
 /* Posts the next message, if a receive buffer is free for it. */
 static bool ctx_post(struct ctx_test *t, enum source src)
 {
@@ -84,6 +104,8 @@ static bool ctx_post(struct ctx_test *t, enum source src)
 	u8 *p;
 	int r;
 
+	if (ctx_yields(t, src))
+		return false;
 	if (atomic_dec_if_positive(&t->credits) < 0)
 		return false;
 	seq = atomic_inc_return(&t->next_seq) - 1;
