@@ -120,13 +120,7 @@ static int open_side(struct side *s, const char *dev, int receiver)
 	s->ctx = rrxe_open(dev);
 	if (!s->ctx)
 		FAIL("cannot open %s", dev);
-	s->gid_index = -1;
-	for (int i = 0; i < 16 && s->gid_index < 0; i++) {
-		if (ibv_query_gid(s->ctx, 1, i, &s->gid))
-			break;
-		if (!memcmp(s->gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
-			s->gid_index = i;
-	}
+	s->gid_index = rrxe_ipv4_gid(s->ctx, &s->gid);
 	if (s->gid_index < 0)
 		FAIL("no IPv4 GID on %s", dev);
 	s->len = (size_t)(size + 40) * DEPTH;
@@ -395,19 +389,6 @@ static void run(struct side *s, struct info *peer, int receiver, int ready)
 	exit(0);
 }
 
-static int readall(int fd, void *p, size_t n)
-{
-	while (n) {
-		ssize_t r = read(fd, p, n);
-
-		if (r <= 0)
-			return -1;
-		p = (char *)p + r;
-		n -= r;
-	}
-	return 0;
-}
-
 static int stream(const char *dev_s, const char *dev_r)
 {
 	int to_child[2], to_parent[2], ready[2];
@@ -434,7 +415,7 @@ static int stream(const char *dev_s, const char *dev_r)
 			me.raddr = (uintptr_t)s.rd;
 			me.rkey = s.rdmr->rkey;
 		}
-		if (write(to_parent[1], &me, sizeof(me)) != sizeof(me) || readall(to_child[0], &other, sizeof(other)))
+		if (write(to_parent[1], &me, sizeof(me)) != sizeof(me) || rrxe_readall(to_child[0], &other, sizeof(other)))
 			FAIL("receiver: pipe");
 		if (connect_qp(&s, &other))
 			exit(1);
@@ -447,8 +428,8 @@ static int stream(const char *dev_s, const char *dev_r)
 		goto fail;
 	me.qpn = s.qp->qp_num;
 	me.gid = s.gid;
-	if (write(to_child[1], &me, sizeof(me)) != sizeof(me) || readall(to_parent[0], &other, sizeof(other)) ||
-	    readall(to_parent[0], &c, 1)) {
+	if (write(to_child[1], &me, sizeof(me)) != sizeof(me) || rrxe_readall(to_parent[0], &other, sizeof(other)) ||
+	    rrxe_readall(to_parent[0], &c, 1)) {
 		fprintf(stderr, "sender: the receiver did not connect\n");
 		goto fail;
 	}
@@ -492,13 +473,7 @@ static int long_side(struct side *s, const char *dev)
 	s->ctx = rrxe_open(dev);
 	if (!s->ctx)
 		FAIL("cannot open %s", dev);
-	s->gid_index = -1;
-	for (int i = 0; i < 16 && s->gid_index < 0; i++) {
-		if (ibv_query_gid(s->ctx, 1, i, &s->gid))
-			break;
-		if (!memcmp(s->gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
-			s->gid_index = i;
-	}
+	s->gid_index = rrxe_ipv4_gid(s->ctx, &s->gid);
 	if (s->gid_index < 0)
 		FAIL("no IPv4 GID on %s", dev);
 	s->len = CHUNK;
@@ -592,7 +567,7 @@ static int long_stream(const char *dev, int mtu, int kill_ms)
 		me.qpn = s.qp->qp_num;
 		me.raddr = (uintptr_t)s.buf;
 		me.rkey = s.mr->rkey;
-		if (write(from_peer[1], &me, sizeof(me)) != sizeof(me) || readall(to_peer[0], &other, sizeof(other)))
+		if (write(from_peer[1], &me, sizeof(me)) != sizeof(me) || rrxe_readall(to_peer[0], &other, sizeof(other)))
 			exit(1);
 		if (long_connect(&s, other.qpn, mtu))
 			exit(1);
@@ -616,8 +591,8 @@ static int long_stream(const char *dev, int mtu, int kill_ms)
 	if (long_side(&s, dev))
 		goto fail;
 	me.qpn = s.qp->qp_num;
-	if (readall(from_peer[0], &other, sizeof(other)) || write(to_peer[1], &me, sizeof(me)) != sizeof(me) ||
-	    long_connect(&s, other.qpn, mtu) || readall(from_peer[0], &c, 1)) {
+	if (rrxe_readall(from_peer[0], &other, sizeof(other)) || write(to_peer[1], &me, sizeof(me)) != sizeof(me) ||
+	    long_connect(&s, other.qpn, mtu) || rrxe_readall(from_peer[0], &c, 1)) {
 		fprintf(stderr, "streamer: the peer did not connect\n");
 		goto fail;
 	}

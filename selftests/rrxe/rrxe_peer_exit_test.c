@@ -175,19 +175,6 @@ static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 	FAIL("no completion within %d s", WAIT_S);
 }
 
-static int readall(int fd, void *p, size_t n)
-{
-	while (n) {
-		ssize_t r = read(fd, p, n);
-
-		if (r <= 0)
-			return -1;
-		p = (char *)p + r;
-		n -= r;
-	}
-	return 0;
-}
-
 /*
  * The peer, in its own process: tells the streamer its QP and MR, connects,
  * posts its receive, says it is ready, then waits for "done" (round 0, and
@@ -208,7 +195,7 @@ static int peer(int rfd, int wfd)
 	me.qpn = s.qp->qp_num;
 	me.rkey = s.mr->rkey;
 	me.addr = (uintptr_t)s.buf;
-	if (write(wfd, &me, sizeof(me)) != sizeof(me) || readall(rfd, &other, sizeof(other)))
+	if (write(wfd, &me, sizeof(me)) != sizeof(me) || rrxe_readall(rfd, &other, sizeof(other)))
 		FAIL("peer: pipe");
 	if (connect_qp(&s, other.qpn))
 		return 1;
@@ -220,7 +207,7 @@ static int peer(int rfd, int wfd)
 			FAIL("peer: post_recv: %s", strerror(errno));
 	}
 	c = 'r';
-	if (write(wfd, &c, 1) != 1 || readall(rfd, &c, 1))
+	if (write(wfd, &c, 1) != 1 || rrxe_readall(rfd, &c, 1))
 		FAIL("peer: pipe");
 	/* Round 0: the streamer is done; check what arrived. */
 	if (mode == UC) {
@@ -319,11 +306,11 @@ static int round_(struct side *s, double kill_ms, double *took, int *mid)
 		_exit(peer(to_peer[0], from_peer[1]));
 	close(to_peer[0]);
 	close(from_peer[1]);
-	if (readall(from_peer[0], &other, sizeof(other)))
+	if (rrxe_readall(from_peer[0], &other, sizeof(other)))
 		FAIL("the peer failed to start");
 	if (write(to_peer[1], &me, sizeof(me)) != sizeof(me))
 		FAIL("pipe");
-	if (connect_qp(s, other.qpn) || readall(from_peer[0], &c, 1))
+	if (connect_qp(s, other.qpn) || rrxe_readall(from_peer[0], &c, 1))
 		FAIL("the peer failed to connect");
 
 	*killed_at = 0;
@@ -352,7 +339,7 @@ static int round_(struct side *s, double kill_ms, double *took, int *mid)
 				if (s->buf[i] != pattern(i))
 					FAIL("READ: byte %llu is %#x", (unsigned long long)i, s->buf[i]);
 		c = 'd';
-		if (write(to_peer[1], &c, 1) != 1 || readall(from_peer[0], &c, 1) || c != 'k')
+		if (write(to_peer[1], &c, 1) != 1 || rrxe_readall(from_peer[0], &c, 1) || c != 'k')
 			FAIL("the peer found the data wrong");
 		if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st))
 			FAIL("the peer failed");

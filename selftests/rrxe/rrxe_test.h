@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Prints what went wrong and returns 1 from the calling function. */
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
@@ -24,6 +25,33 @@ static inline struct ibv_context *rrxe_open(const char *name)
 	if (list)
 		ibv_free_device_list(list);
 	return c;
+}
+
+/* Reads exactly `n` bytes from `fd`: 0, or -1 on an error or end of file. */
+static inline int rrxe_readall(int fd, void *p, size_t n)
+{
+	while (n) {
+		ssize_t r = read(fd, p, n);
+
+		if (r <= 0)
+			return -1;
+		p = (char *)p + r;
+		n -= r;
+	}
+	return 0;
+}
+
+/* The index of the first IPv4 (v4-mapped) GID of port 1, with the GID in
+ * `gid`, or -1. */
+static inline int rrxe_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
+{
+	for (int i = 0; i < 16; i++) {
+		if (ibv_query_gid(ctx, 1, i, gid))
+			break;
+		if (!memcmp(gid->raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
+			return i;
+	}
+	return -1;
 }
 
 #endif

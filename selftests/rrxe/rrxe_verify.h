@@ -338,13 +338,7 @@ static inline int rrxe_verify_dev(const char *name)
 	v.ctx = rrxe_open(name);
 	if (!v.ctx)
 		FAIL("verify: cannot open %s", name);
-	v.gid_index = -1;
-	for (int i = 0; i < 16 && v.gid_index < 0; i++) {
-		if (ibv_query_gid(v.ctx, 1, i, &v.gid))
-			break;
-		if (!memcmp(v.gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
-			v.gid_index = i;
-	}
+	v.gid_index = rrxe_ipv4_gid(v.ctx, &v.gid);
 	v.pd = ibv_alloc_pd(v.ctx);
 	v.cq = ibv_create_cq(v.ctx, 64, NULL, NULL, 0);
 	v.buf = aligned_alloc(4096, RV_BUF);
