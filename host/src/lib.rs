@@ -16,6 +16,8 @@ pub mod bounds;
 pub mod cqe;
 #[path = "../../rust/logic/dm.rs"]
 pub mod dm;
+#[path = "../../rust/logic/fifo.rs"]
+pub mod fifo;
 #[path = "../../rust/logic/flights.rs"]
 pub mod flights;
 #[path = "../../rust/logic/guid.rs"]

@@ -8,6 +8,7 @@ pub mod acks;
 pub mod bounds;
 pub mod cqe;
 pub mod dm;
+pub mod fifo;
 pub mod flights;
 pub mod guid;
 pub mod hdr;

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A bounded first-in first-out queue over storage allocated once (no
+//! allocation when used), whose newest entry may absorb the next one: the
+//! RC responder's replies waiting to be sent, in order.
+
+use core::ops::DerefMut;
+
+/// A queue of at most `slots.len()` entries.
+pub struct Fifo<S> {
+    /// The entries' storage; its length is the capacity.
+    pub slots: S,
+    head: usize,
+    len: usize,
+}
+
+impl<T, S: DerefMut<Target = [Option<T>]>> Fifo<S> {
+    /// An empty queue over `slots` (all `None`).
+    pub fn new(slots: S) -> Self {
+        Self {
+            slots,
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Entries queued.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn at(&self, k: usize) -> usize {
+        (self.head + k) % self.slots.len()
+    }
+
+    /// Queues `x` behind the others, unless `merge` folds it into the
+    /// newest entry (`merge(newest, &x)` returns true once it has). `false`
+    /// if the queue is full (`x` is dropped).
+    pub fn push(&mut self, x: T, merge: impl FnOnce(&mut T, &T) -> bool) -> bool {
+        if self.len > 0 {
+            let i = self.at(self.len - 1);
+            if let Some(last) = self.slots[i].as_mut() {
+                if merge(last, &x) {
+                    return true;
+                }
+            }
+        }
+        if self.len == self.slots.len() {
+            return false;
+        }
+        let i = self.at(self.len);
+        self.slots[i] = Some(x);
+        self.len += 1;
+        true
+    }
+
+    /// The oldest entry.
+    pub fn front_mut(&mut self) -> Option<&mut T> {
+        if self.len == 0 {
+            return None;
+        }
+        let i = self.head;
+        self.slots[i].as_mut()
+    }
+
+    /// Removes the oldest entry.
+    pub fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let i = self.head;
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        self.slots[i].take()
+    }
+
+    /// Whether an entry satisfies `f`.
+    pub fn any(&self, mut f: impl FnMut(&T) -> bool) -> bool {
+        (0..self.len).any(|k| self.slots[self.at(k)].as_ref().is_some_and(&mut f))
+    }
+
+    /// Drops every entry.
+    pub fn clear(&mut self) {
+        while self.pop().is_some() {}
+        self.head = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(n: usize) -> Fifo<Vec<Option<u32>>> {
+        Fifo::new(vec![None; n])
+    }
+
+    fn never(_: &mut u32, _: &u32) -> bool {
+        false
+    }
+
+    #[test]
+    fn order_and_bound() {
+        let mut f = q(3);
+        assert!(f.push(1, never) && f.push(2, never) && f.push(3, never));
+        assert!(!f.push(4, never), "a full queue drops");
+        assert_eq!(f.len(), 3);
+        assert_eq!(f.pop(), Some(1));
+        assert!(f.push(5, never), "room again, across the wrap");
+        assert_eq!((f.pop(), f.pop(), f.pop(), f.pop()), (Some(2), Some(3), Some(5), None));
+        assert!(f.is_empty());
+    }
+
+    #[test]
+    fn merge_into_newest_only() {
+        // Odd numbers absorb the next even one (it adds to them).
+        let odd = |last: &mut u32, x: &u32| {
+            if *last % 2 == 1 && *x % 2 == 0 {
+                *last += *x;
+                true
+            } else {
+                false
+            }
+        };
+        let mut f = q(2);
+        assert!(f.push(1, odd) && f.push(2, odd), "2 folds into 1");
+        assert_eq!(f.len(), 1);
+        assert!(f.push(4, odd) && f.len() == 1, "3 is odd: 4 folds too");
+        assert!(f.push(6, never) && f.len() == 2);
+        let add = |last: &mut u32, x: &u32| {
+            *last += *x;
+            true
+        };
+        assert!(f.push(8, add), "a full queue still merges");
+        assert!(!f.push(1, never));
+        assert!(f.any(|&x| x == 14) && !f.any(|&x| x == 1));
+        assert_eq!(f.front_mut().copied(), Some(7));
+        f.clear();
+        assert!(f.is_empty() && f.front_mut().is_none());
+    }
+
+    #[test]
+    fn zero_capacity_refuses() {
+        let mut f = q(0);
+        assert!(!f.push(1, never));
+        assert!(f.pop().is_none());
+    }
+}
