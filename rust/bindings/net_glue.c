@@ -10,9 +10,18 @@
  * reused), not a pointer to the namespace.
  *
  * Packets arrive in softirq: the encap callback resolves the RXE-driver
- * device of the ingress netdev (taking a reference), queues the skb and
- * kicks one work item, which hands each packet to the Rust receive path in
- * process context. The same workqueue runs the QPs' send tasks.
+ * device of the ingress netdev (taking a reference), queues the skb on
+ * that device's receive queue and kicks the queue's work item, which hands
+ * each packet to the Rust receive path in process context. Each device has
+ * its own queue and work item (struct rrxe_rxq, made and freed by the Rust
+ * side with the device), so that a flood at one device is not a queue in
+ * front of the others' packets; the work items run side by side on the
+ * module's unbound workqueue, which also runs the QPs' send tasks. A queue
+ * holds at most RRXE_RXQ_BYTES (skb truesize; later packets are dropped, as
+ * a full socket buffer drops them), and its work item takes at most
+ * RRXE_RX_BATCH packets per run, then queues itself again, so that a flood
+ * cannot keep one run going (a workqueue flush waits for the run under way,
+ * not for the flood).
  *
  * Packets leave through rrxe_tx_skb (route and skb) and rrxe_tx_send.
  */
@@ -32,7 +41,8 @@
 #include "net_glue.h"
 
 #define RRXE_PORT 4791
-#define RRXE_RXQ_MAX 8192
+#define RRXE_RXQ_BYTES (8 << 20)
+#define RRXE_RX_BATCH 256
 
 struct rrxe_socks {
 	struct list_head list;
@@ -46,14 +56,16 @@ static LIST_HEAD(rrxe_socks_list);
 static DEFINE_MUTEX(rrxe_socks_lock);
 static u64 rrxe_next_ticket = 1;
 
-struct rrxe_skb_cb {
+/* A device's received packets, each holding a reference on the device. */
+struct rrxe_rxq {
+	struct sk_buff_head q;
+	struct work_struct work;
 	struct ib_device *ibdev;
+	atomic_t bytes;
 };
 
-static struct sk_buff_head rrxe_rxq;
 static void (*rrxe_rx_handler)(struct ib_device *ibdev, struct sk_buff *skb);
-static void rrxe_rx_work_fn(struct work_struct *work);
-static DECLARE_WORK(rrxe_rx_work, rrxe_rx_work_fn);
+static struct rrxe_rxq *(*rrxe_rxq_of)(struct ib_device *ibdev);
 static atomic64_t rrxe_rx_dropped = ATOMIC64_INIT(0);
 /* Runs the receive work and the QPs' send tasks; drained at module exit. */
 static struct workqueue_struct *rrxe_wq;
@@ -62,44 +74,78 @@ struct workqueue_struct *rrxe_workqueue(void) { return rrxe_wq; }
 
 void rrxe_flush_workqueue(void) { flush_workqueue(rrxe_wq); }
 
-static struct rrxe_skb_cb *rrxe_cb(struct sk_buff *skb)
-{
-	BUILD_BUG_ON(sizeof(struct rrxe_skb_cb) > sizeof(skb->cb));
-	return (struct rrxe_skb_cb *)skb->cb;
-}
-
 static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct ib_device *ibdev = skb->dev ? ib_device_get_by_netdev(skb->dev, RDMA_DRIVER_RXE) : NULL;
+	struct rrxe_rxq *rq = ibdev ? rrxe_rxq_of(ibdev) : NULL;
+	unsigned int size = skb->truesize;
 
-	if (!ibdev || skb_queue_len(&rrxe_rxq) >= RRXE_RXQ_MAX) {
+	if (!rq || atomic_add_return(size, &rq->bytes) > RRXE_RXQ_BYTES) {
+		if (rq)
+			atomic_sub(size, &rq->bytes);
 		if (ibdev)
 			ib_device_put(ibdev);
 		atomic64_inc(&rrxe_rx_dropped);
 		kfree_skb(skb);
 		return 0;
 	}
-	rrxe_cb(skb)->ibdev = ibdev;
-	skb_queue_tail(&rrxe_rxq, skb);
-	queue_work(rrxe_wq, &rrxe_rx_work);
+	skb_queue_tail(&rq->q, skb);
+	queue_work(rrxe_wq, &rq->work);
 	return 0;
 }
 
-static void rrxe_rx_work_fn(struct work_struct *work)
+static void rrxe_rxq_work_fn(struct work_struct *work)
 {
+	struct rrxe_rxq *rq = container_of(work, struct rrxe_rxq, work);
 	struct sk_buff *skb;
 	unsigned int n = 0;
 
-	while ((skb = skb_dequeue(&rrxe_rxq))) {
-		struct ib_device *ibdev = rrxe_cb(skb)->ibdev;
-
+	while ((skb = skb_dequeue(&rq->q))) {
+		atomic_sub(skb->truesize, &rq->bytes);
 		if (!skb_linearize(skb))
-			rrxe_rx_handler(ibdev, skb);
-		ib_device_put(ibdev);
+			rrxe_rx_handler(rq->ibdev, skb);
+		/* The device may go once its last packet is put: after this,
+		 * only the queue (freed after this work is cancelled) is used. */
+		ib_device_put(rq->ibdev);
 		consume_skb(skb);
-		if (++n % 64 == 0)
+		if (++n == RRXE_RX_BATCH) {
+			if (!skb_queue_empty_lockless(&rq->q))
+				queue_work(rrxe_wq, &rq->work);
+			return;
+		}
+		if (n % 64 == 0)
 			cond_resched();
 	}
+}
+
+/* A receive queue for @ibdev, before it is registered. */
+struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
+{
+	struct rrxe_rxq *rq = kzalloc(sizeof(*rq), GFP_KERNEL);
+
+	if (!rq)
+		return NULL;
+	skb_queue_head_init(&rq->q);
+	INIT_WORK(&rq->work, rrxe_rxq_work_fn);
+	rq->ibdev = ibdev;
+	atomic_set(&rq->bytes, 0);
+	return rq;
+}
+
+/*
+ * Frees a receive queue once its device is unregistered (no packet can be
+ * queued any more): waits for its work item and drops what is left.
+ */
+void rrxe_rxq_destroy(struct rrxe_rxq *rq)
+{
+	struct sk_buff *skb;
+
+	cancel_work_sync(&rq->work);
+	while ((skb = skb_dequeue(&rq->q))) {
+		ib_device_put(rq->ibdev);
+		kfree_skb(skb);
+	}
+	kfree(rq);
 }
 
 u64 rrxe_rx_dropped_count(void) { return atomic64_read(&rrxe_rx_dropped); }
@@ -214,12 +260,13 @@ static struct pernet_operations rrxe_net_ops = {
 	.exit = rrxe_net_exit,
 };
 
-int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb))
+int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb),
+		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev))
 {
 	int err;
 
-	skb_queue_head_init(&rrxe_rxq);
 	rrxe_rx_handler = handler;
+	rrxe_rxq_of = rxq_of;
 	rrxe_wq = alloc_workqueue("rrxe", WQ_UNBOUND, 0);
 	if (!rrxe_wq)
 		return -ENOMEM;
@@ -229,17 +276,11 @@ int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb))
 	return err;
 }
 
+/* Every device (and with it its receive queue) is gone already. */
 void rrxe_net_fini(void)
 {
-	struct sk_buff *skb;
-
 	unregister_pernet_subsys(&rrxe_net_ops);
 	synchronize_net();
-	cancel_work_sync(&rrxe_rx_work);
-	while ((skb = skb_dequeue(&rrxe_rxq))) {
-		ib_device_put(rrxe_cb(skb)->ibdev);
-		kfree_skb(skb);
-	}
 	destroy_workqueue(rrxe_wq);
 }
 

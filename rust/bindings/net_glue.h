@@ -11,7 +11,11 @@
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
-int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb));
+struct rrxe_rxq;
+int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb),
+		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev));
+struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev);
+void rrxe_rxq_destroy(struct rrxe_rxq *rq);
 void rrxe_net_fini(void);
 int rrxe_net_get(struct net *net, u64 *ticket);
 void rrxe_net_put(u64 ticket);

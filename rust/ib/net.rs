@@ -4,9 +4,9 @@
 //! an IP packet the driver builds, and receiving packets.
 //!
 //! Sockets are shared by the devices of a namespace through [`NetTicket`]s.
-//! Received packets reach the driver in process context (a work item drains
-//! the queue the softirq callback fills), as [`Driver::rx_packet`] calls
-//! with the device of the ingress netdev.
+//! Received packets reach the driver in process context (each device's work
+//! item drains the device's queue, which the softirq callback fills), as
+//! [`Driver::rx_packet`] calls with the device of the ingress netdev.
 
 use super::bindings;
 use super::device::{Device, Driver};
@@ -17,9 +17,11 @@ use kernel::prelude::*;
 /// Starts the receive side for driver `T`. Call once from module init,
 /// before any [`NetTicket`] exists.
 pub fn init<T: Driver>() -> Result {
-    // SAFETY: Registers a pernet subsystem and the handler below, which is
-    // valid for the module's life (until `fini`).
-    kernel::error::to_result(unsafe { bindings::rrxe_net_init(Some(rx_trampoline::<T>)) })
+    // SAFETY: Registers a pernet subsystem and the callbacks below, which
+    // are valid for the module's life (until `fini`).
+    kernel::error::to_result(unsafe {
+        bindings::rrxe_net_init(Some(rx_trampoline::<T>), Some(rxq_of::<T>))
+    })
 }
 
 /// Stops the receive side: closes every socket left, waits for packets in
@@ -70,6 +72,17 @@ unsafe extern "C" fn rx_trampoline<T: Driver>(
     // until this function returns.
     let pkt = unsafe { core::slice::from_raw_parts(data, len as usize) };
     T::rx_packet(dev, pkt);
+}
+
+/// The receive queue of a device of `T` (each device has its own; see
+/// `net_glue.c`), or null for another driver's device (its packets are
+/// dropped).
+///
+/// # Safety
+///
+/// `ib` must be a device the caller holds a registration reference on.
+unsafe extern "C" fn rxq_of<T: Driver>(ib: *mut bindings::ib_device) -> *mut bindings::rrxe_rxq {
+    Device::<T>::from_raw_if_ours(ib).map_or(core::ptr::null_mut(), |d| d.rxq)
 }
 
 /// A device's share of the UDP sockets of its netdev's namespace.

@@ -111,7 +111,10 @@ mod tests {
         assert_eq!(f.len(), 3);
         assert_eq!(f.pop(), Some(1));
         assert!(f.push(5, never), "room again, across the wrap");
-        assert_eq!((f.pop(), f.pop(), f.pop(), f.pop()), (Some(2), Some(3), Some(5), None));
+        assert_eq!(
+            (f.pop(), f.pop(), f.pop(), f.pop()),
+            (Some(2), Some(3), Some(5), None)
+        );
         assert!(f.is_empty());
     }
 
@@ -119,7 +122,7 @@ mod tests {
     fn merge_into_newest_only() {
         // Odd numbers absorb the next even one (it adds to them).
         let odd = |last: &mut u32, x: &u32| {
-            if *last % 2 == 1 && *x % 2 == 0 {
+            if *last & 1 == 1 && *x & 1 == 0 {
                 *last += *x;
                 true
             } else {

@@ -170,6 +170,9 @@ impl WorkItem for QpShared {
         // SAFETY: Not dead: the QP, and with it its device, is alive, and
         // its destruction waits for this task to finish (`RrxeQp::drop`).
         let dev = unsafe { &*this.dev };
+        if this.ty == QpType::Rc {
+            crate::rrxe::rc::run_replies(dev, &this);
+        }
         let _ = crate::rrxe::sq::process_sq(dev, &this);
     }
 }

@@ -26,6 +26,9 @@ use pin_init::PinInit;
 pub struct Device<T: Driver> {
     ibdev: Opaque<bindings::ib_device>,
     data: T::Data,
+    /// The device's receive queue (`net_glue.c`), from registration until
+    /// `dealloc_driver`; null before.
+    pub(crate) rxq: *mut bindings::rrxe_rxq,
 }
 
 // SAFETY: The IB core calls into a device from any thread; `T::Data` is
@@ -168,6 +171,9 @@ impl<T: Driver> NewDevice<T> {
             return Err(e);
         }
 
+        // SAFETY: Inside the fresh allocation, not yet initialised.
+        unsafe { (&raw mut (*ptr.as_ptr()).rxq).write(core::ptr::null_mut()) };
+
         let ops = ops::ops::<T>(module);
         // SAFETY: The device is ours; `ib_set_device_ops` copies the table.
         unsafe {
@@ -185,6 +191,14 @@ impl<T: Driver> NewDevice<T> {
         }
         // INVARIANT: Allocated, data initialised, ops installed, unregistered.
         let this = Self { dev: ptr };
+        // SAFETY: The device is ours and unregistered: no packet can reach
+        // it before the queue is set.
+        let rxq = unsafe { bindings::rrxe_rxq_create(ib) };
+        if rxq.is_null() {
+            return Err(ENOMEM); // `this` is dropped: dealloc frees all.
+        }
+        // SAFETY: As above; `dealloc_driver` frees it.
+        unsafe { (*ptr.as_ptr()).rxq = rxq };
         registry_add(ib)?; // On failure `this` is dropped: dealloc frees all.
         Ok(this)
     }
@@ -359,6 +373,14 @@ pub(super) unsafe extern "C" fn enable_driver_callback<T: Driver>(
 /// `ib_dealloc_device`, which calls this once, last.
 pub(super) unsafe extern "C" fn dealloc_driver_callback<T: Driver>(ib: *mut bindings::ib_device) {
     registry_remove(ib);
+    // SAFETY: A device of ours (the caller's promise).
+    let rxq = unsafe { (*ib.cast::<Device<T>>()).rxq };
+    if !rxq.is_null() {
+        // SAFETY: Unregistered (or never registered): no packet can be
+        // queued any more; the queue's work, which uses the driver data,
+        // ends before the data is dropped below.
+        unsafe { bindings::rrxe_rxq_destroy(rxq) };
+    }
     // SAFETY: Called once, last (the caller's promise); the data was
     // initialised before the ops (and with them this callback) were
     // installed.

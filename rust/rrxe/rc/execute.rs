@@ -324,6 +324,7 @@ fn read(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> 
         len: reth.len,
         msn: rc.msn,
         seg: c.mtu,
+        sent: 0,
     }))
 }
 

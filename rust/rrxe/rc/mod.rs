@@ -30,18 +30,26 @@
 //! a receive WQE or are refused with an RNR NAK. Class A and C errors NAK
 //! and put the QP in ERR.
 //!
+//! **Replies** (`replies`). The responder's ACKs, NAKs and responses wait
+//! in a bounded queue per QP and leave in order, a few packets from the
+//! receive path and the rest in batches from the QP's own task, so that a
+//! long READ (or a flood of duplicates of one) cannot hold the receive
+//! work that every device shares.
+//!
 //! Packets to a GID of this device go straight to the peer QP's responder or
 //! completer; the others go on the wire as RoCEv2. No RC lock is held while
 //! a packet is delivered or sent, so two QPs may talk to each other.
 
 mod completer;
 mod execute;
+mod replies;
 mod requester;
 mod responder;
 mod state;
 mod timer;
 
 pub use completer::completer;
+pub use replies::run as run_replies;
 pub use requester::run;
 pub use responder::responder;
 pub use state::RcState;

@@ -1,27 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RC responder: checks a request's PSN, replays duplicates, has the
-//! expected request executed (`execute`) and sends the reply: an ACK or
-//! NAK, an atomic ACK, or read response packets.
+//! expected request executed (`execute`) and queues the reply (an ACK or
+//! NAK, an atomic ACK, or read response packets) for `replies` to send.
 
-use super::{emit, execute::execute, state::Res, to_err, RcPkt, RcState};
+use super::{
+    execute::execute,
+    replies::{self, RX_BUDGET},
+    state::Res,
+    to_err, RcPkt, RcState,
+};
 use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
     cqe::Wc,
-    hdr::{Aeth, Bth, Headers},
     qp::QpAttrs,
-    rc::{self, op, Nak, PsnCheck, Req, Syndrome},
-    uc::{packets, psn_add, Pos},
+    rc::{self, Nak, PsnCheck, Req, Syndrome},
+    uc::psn_add,
     wqe,
 };
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     qp::QpShared,
-    tx::{Packet, Src},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::sync::Arc;
 
-/// The responder's answer to a request, sent once its lock is dropped.
+/// The responder's answer to a request, queued in order and sent once its
+/// lock is dropped.
+#[derive(Clone, Copy)]
 pub(super) enum Reply {
     /// Nothing.
     None,
@@ -36,7 +41,8 @@ pub(super) enum Reply {
 }
 
 /// Read response packets from `psn` on: `len` bytes at `va` of `rkey`,
-/// `seg` bytes per packet, with `msn`.
+/// `seg` bytes per packet, with `msn`; the first `sent` are sent.
+#[derive(Clone, Copy)]
 pub(super) struct ReadResp {
     pub(super) psn: u32,
     pub(super) va: u64,
@@ -44,6 +50,7 @@ pub(super) struct ReadResp {
     pub(super) len: u32,
     pub(super) msn: u32,
     pub(super) seg: usize,
+    pub(super) sent: u32,
 }
 
 /// Takes a request packet for QP `s`.
@@ -58,12 +65,12 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         return;
     };
     let d = dev.data();
-    let reply = {
+    let pending = {
         let mut rc = s.rc.lock();
         if s.is_dead() {
             return;
         }
-        match rc::check_psn(p.psn, rc.epsn) {
+        let reply = match rc::check_psn(p.psn, rc.epsn) {
             PsnCheck::Ahead => ahead(d, &mut rc),
             PsnCheck::Duplicate => {
                 d.count(Counter::DupReq, 1);
@@ -76,9 +83,18 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                     Err((nak, st)) => fail(s, &mut rc, p, nak, st),
                 }
             }
+        };
+        // Full: dropped, as a reply lost on the wire (the requester asks
+        // again, and duplicates are answered from the resources).
+        if !matches!(reply, Reply::None) {
+            let _ = replies::queue(&mut rc, reply);
         }
+        !rc.replies.is_empty()
     };
-    send_reply(dev, s, &a, reply);
+    // A few packets now; a long read goes on from the QP's own task.
+    if pending && replies::pump(dev, s, RX_BUDGET) {
+        s.kick();
+    }
 }
 
 /// A request ahead of the expected PSN: one sequence NAK per gap.
@@ -169,6 +185,11 @@ fn duplicate_read(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
     let Some(reth) = p.reth else {
         return Reply::None;
     };
+    // Being answered already: once that read is sent, a later duplicate
+    // asks again for what was lost.
+    if replies::covers(rc, p.psn) {
+        return Reply::None;
+    }
     for r in rc.res.iter().flatten() {
         if let Res::Read {
             first_psn,
@@ -193,99 +214,10 @@ fn duplicate_read(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
                     len: reth.len,
                     msn: rc.msn,
                     seg: p.seg(a),
+                    sent: 0,
                 });
             }
         }
     }
     Reply::None
-}
-
-/// A reply packet of `opcode` for `psn`, to the QP's peer, with an AETH of
-/// `syn` and `msn` (unless `aeth` is false).
-fn reply_pkt(a: &QpAttrs, opcode: u8, psn: u32, aeth: Option<(Syndrome, u32)>) -> Packet {
-    let bth = Bth {
-        opcode,
-        pkey: 0xffff,
-        dqpn: a.dest_qp_num,
-        psn,
-        ..Default::default()
-    };
-    let mut tx = Packet::new(Headers::new(bth));
-    tx.hdrs.aeth = aeth.map(|(syn, msn)| Aeth {
-        syndrome: syn.byte(),
-        msn,
-    });
-    tx
-}
-
-/// Sends the responder's reply to the QP's peer.
-fn send_reply(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, r: Reply) {
-    let mut buf = s.reply_buf.lock();
-    let tx = match r {
-        Reply::None => return,
-        Reply::Ack { psn, syn, msn } => reply_pkt(a, op::ACK, psn, Some((syn, msn))),
-        Reply::Atomic { psn, orig, msn } => {
-            let mut tx = reply_pkt(a, op::ATOMIC_ACK, psn, Some((Syndrome::Ack, msn)));
-            tx.hdrs.atmack = Some(orig);
-            tx
-        }
-        Reply::Empty { psn, msn } => {
-            reply_pkt(a, op::READ_RESP_ONLY, psn, Some((Syndrome::Ack, msn)))
-        }
-        Reply::Read(r) => {
-            send_read(dev, s, a, &mut buf, &r);
-            return;
-        }
-    };
-    let _ = emit(dev, s, a, &tx, &[], &mut buf);
-}
-
-/// Sends read response packets.
-fn send_read(dev: &Device<Rrxe>, s: &QpShared, a: &QpAttrs, buf: &mut KVVec<u8>, r: &ReadResp) {
-    let ReadResp {
-        psn,
-        va,
-        rkey,
-        len,
-        msn,
-        seg,
-    } = *r;
-    let mtu = seg as u64;
-    let n = packets(u64::from(len), mtu as u32) as u32;
-    let mut off = 0u64;
-    for j in 0..n {
-        crate::ib::cond_resched();
-        // A responder destroyed mid-read (its process killed, say) sends
-        // nothing more.
-        if s.is_dead() {
-            break;
-        }
-        let pos = Pos::of(j, n);
-        let plen = (u64::from(len) - off).min(mtu);
-        let aeth = (pos != Pos::Middle).then_some((Syndrome::Ack, msn));
-        let mut tx = reply_pkt(a, rc::read_resp_opcode(pos), psn_add(psn, j), aeth);
-        tx.len = plen as usize;
-        let Some(at) = va.checked_add(off) else { break };
-        tx.src = Src::Key { rkey, va: at };
-        match emit(dev, s, a, &tx, &[], buf) {
-            Ok(()) => {}
-            // Too big for the route (the responder's path MTU above its
-            // netdev's): lost, as a packet dropped on the way; the
-            // requester's retransmit timer asks again.
-            Err(e) if e == EMSGSIZE => break,
-            Err(_) => {
-                // The memory went away (a window invalidated, say): the
-                // requester learns it from a NAK.
-                let nak = reply_pkt(
-                    a,
-                    op::ACK,
-                    psn_add(psn, j),
-                    Some((Syndrome::Nak(Nak::RemAccess), msn)),
-                );
-                let _ = emit(dev, s, a, &nak, &[], buf);
-                break;
-            }
-        }
-        off += plen;
-    }
 }

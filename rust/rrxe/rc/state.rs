@@ -4,7 +4,9 @@
 //! and shadow copies of its WQEs, the timers' deadlines, and the
 //! responder's expected PSN, message in progress and resources.
 
+use super::responder::Reply;
 use crate::logic::{
+    fifo::Fifo,
     flights::{Flight, Window},
     rc::Backoff,
 };
@@ -69,6 +71,16 @@ pub struct RcState {
     /// The responder resources, a ring replacing the oldest.
     pub(super) res: KVec<Option<Res>>,
     pub(super) res_next: usize,
+    /// Replies waiting to be sent, in order (see `replies`): room for a
+    /// read or atomic per resource and an acknowledgement between each.
+    pub(super) replies: Fifo<KVec<Option<Reply>>>,
+}
+
+/// Reply slots for `n` responder resources.
+fn reply_slots(n: usize, gfp: kernel::alloc::Flags) -> Result<KVec<Option<Reply>>> {
+    let mut v = KVec::new();
+    v.resize(2 * n.max(1) + 2, None, gfp)?;
+    Ok(v)
 }
 
 impl RcState {
@@ -100,6 +112,7 @@ impl RcState {
             write: None,
             res: KVec::new(),
             res_next: 0,
+            replies: Fifo::new(reply_slots(1, gfp)?),
         })
     }
 
@@ -122,6 +135,7 @@ impl RcState {
     /// The QP's destruction: drops the message in progress and returns the
     /// receive WQE it held (to be freed outside spinlocks).
     pub fn release(&mut self) -> Option<(KVec<u8>, u32)> {
+        self.replies.clear();
         self.msg = None;
         self.write = None;
         self.held.take()
@@ -167,6 +181,7 @@ impl RcState {
         if self.res.len() != n {
             let mut v = KVec::new();
             v.resize(n, None, GFP_KERNEL)?;
+            self.replies = Fifo::new(reply_slots(n, GFP_KERNEL)?);
             self.res = v;
             self.res_next = 0;
         }
@@ -189,6 +204,7 @@ impl RcState {
         self.msg = None;
         self.write = None;
         self.offset = 0;
+        self.replies.clear();
         self.reset_requester();
     }
 }

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC responder's replies on their way out: a bounded queue per QP,
+//! sent in order a few packets at a time, so that no request (a READ of up
+//! to 2 GiB, or a duplicate of one) holds the module's receive work. The
+//! receive path sends up to [`RX_BUDGET`] packets itself; the rest goes out
+//! from the QP's own task, [`TASK_BUDGET`] packets per run, which queues
+//! itself again while replies remain.
+//!
+//! The queue keeps the replies' order (an ACK behind a read response must
+//! not overtake it); a newer ACK or NAK replaces a positive ACK waiting at
+//! its tail, as it acknowledges everything that one did. When it is full a reply is
+//! dropped, as one lost on the wire: the requester asks again.
+
+use super::responder::{ReadResp, Reply};
+use super::{emit, RcState};
+use crate::ib::device::Device;
+use crate::logic::{
+    hdr::{Aeth, Bth, Headers},
+    qp::QpAttrs,
+    rc::{self, op, Nak, Syndrome},
+    uc::{packets, psn_add, Pos},
+};
+use crate::rrxe::{
+    device::Rrxe,
+    qp::QpShared,
+    tx::{Packet, Src},
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// Packets the receive path sends for one request before leaving the rest
+/// to the QP's task.
+pub(super) const RX_BUDGET: u32 = 16;
+
+/// Packets the QP's task sends per run.
+pub(super) const TASK_BUDGET: u32 = 64;
+
+/// Queues `r` behind the replies waiting. `false` if the queue is full.
+pub(super) fn queue(rc: &mut RcState, r: Reply) -> bool {
+    rc.replies.push(r, |last, new| {
+        // A positive ACK says no more than the ACK or NAK after it.
+        let merge = matches!(
+            (&*last, new),
+            (
+                Reply::Ack {
+                    syn: Syndrome::Ack,
+                    ..
+                },
+                Reply::Ack { .. }
+            )
+        );
+        if merge {
+            *last = *new;
+        }
+        merge
+    })
+}
+
+/// Whether a queued read response covers `psn` (a duplicate of that READ
+/// needs no answer of its own).
+pub(super) fn covers(rc: &RcState, psn: u32) -> bool {
+    rc.replies.any(|r| match r {
+        Reply::Read(r) => {
+            let n = packets(u64::from(r.len), r.seg as u32) as u32;
+            let k = rc::psn_diff(psn, r.psn);
+            k >= 0 && (k as u32) < n
+        }
+        _ => false,
+    })
+}
+
+/// A reply packet of `opcode` for `psn`, to the QP's peer, with an AETH of
+/// `syn` and `msn` (unless `aeth` is None).
+fn reply_pkt(a: &QpAttrs, opcode: u8, psn: u32, aeth: Option<(Syndrome, u32)>) -> Packet {
+    let bth = Bth {
+        opcode,
+        pkey: 0xffff,
+        dqpn: a.dest_qp_num,
+        psn,
+        ..Default::default()
+    };
+    let mut tx = Packet::new(Headers::new(bth));
+    tx.hdrs.aeth = aeth.map(|(syn, msn)| Aeth {
+        syndrome: syn.byte(),
+        msn,
+    });
+    tx
+}
+
+/// The next packet of read response `r`, which it counts as sent. `None`
+/// if its address wraps.
+fn read_pkt(a: &QpAttrs, r: &mut ReadResp) -> Option<(Packet, bool)> {
+    let n = packets(u64::from(r.len), r.seg as u32) as u32;
+    let j = r.sent;
+    let off = u64::from(j) * r.seg as u64;
+    let plen = (u64::from(r.len) - off).min(r.seg as u64);
+    let pos = Pos::of(j, n);
+    let aeth = (pos != Pos::Middle).then_some((Syndrome::Ack, r.msn));
+    let mut tx = reply_pkt(a, rc::read_resp_opcode(pos), psn_add(r.psn, j), aeth);
+    tx.len = plen as usize;
+    tx.src = Src::Key {
+        rkey: r.rkey,
+        va: r.va.checked_add(off)?,
+    };
+    r.sent += 1;
+    Some((tx, r.sent == n))
+}
+
+/// The read a response packet belongs to: its first PSN, the packet's PSN
+/// and the MSN it carries.
+#[derive(Clone, Copy)]
+struct ReadAt {
+    first: u32,
+    psn: u32,
+    msn: u32,
+}
+
+/// The packet to send next, taken off the queue (a read response's packets
+/// one by one), with the read it belongs to.
+fn next(rc: &mut RcState, a: &QpAttrs) -> Option<(Packet, Option<ReadAt>)> {
+    loop {
+        let front = rc.replies.front_mut()?;
+        let (tx, read, done) = match front {
+            Reply::None => (None, None, true),
+            Reply::Ack { psn, syn, msn } => {
+                let tx = reply_pkt(a, op::ACK, *psn, Some((*syn, *msn)));
+                (Some(tx), None, true)
+            }
+            Reply::Atomic { psn, orig, msn } => {
+                let mut tx = reply_pkt(a, op::ATOMIC_ACK, *psn, Some((Syndrome::Ack, *msn)));
+                tx.hdrs.atmack = Some(*orig);
+                (Some(tx), None, true)
+            }
+            Reply::Empty { psn, msn } => {
+                let aeth = Some((Syndrome::Ack, *msn));
+                (
+                    Some(reply_pkt(a, op::READ_RESP_ONLY, *psn, aeth)),
+                    None,
+                    true,
+                )
+            }
+            Reply::Read(r) => {
+                let at = ReadAt {
+                    first: r.psn,
+                    psn: psn_add(r.psn, r.sent),
+                    msn: r.msn,
+                };
+                match read_pkt(a, r) {
+                    Some((tx, done)) => (Some(tx), Some(at), done),
+                    // Its address wraps (its checks refuse that already).
+                    None => (None, None, true),
+                }
+            }
+        };
+        if done {
+            rc.replies.pop();
+        }
+        if let Some(tx) = tx {
+            return Some((tx, read));
+        }
+    }
+}
+
+/// Drops the read response for the read at `first` (its memory failed, or
+/// its packets are too big for the route), if it is still queued first.
+fn abandon(rc: &mut RcState, first: u32) {
+    if let Some(Reply::Read(r)) = rc.replies.front_mut() {
+        if r.psn == first {
+            rc.replies.pop();
+        }
+    }
+}
+
+/// Sends up to `budget` packets of the QP's queued replies, in order (one
+/// sender at a time: the reply buffer's lock). `true` if some remain.
+pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
+    let mut buf = s.reply_buf.lock();
+    let a = s.inner.lock().attrs;
+    for _ in 0..budget {
+        crate::ib::cond_resched();
+        let (tx, read) = {
+            let mut rc = s.rc.lock();
+            // A responder destroyed mid-read (its process killed, say)
+            // sends nothing more.
+            if s.is_dead() {
+                rc.replies.clear();
+                return false;
+            }
+            match next(&mut rc, &a) {
+                Some(x) => x,
+                None => return false,
+            }
+        };
+        match (emit(dev, s, &a, &tx, &[], &mut buf), read) {
+            (Ok(()), _) | (Err(_), None) => {}
+            // Too big for the route (the responder's path MTU above its
+            // netdev's): lost, as a packet dropped on the way; the
+            // requester's retransmit timer asks again.
+            (Err(e), Some(r)) if e == EMSGSIZE => abandon(&mut s.rc.lock(), r.first),
+            (Err(_), Some(r)) => {
+                // The memory went away (a window invalidated, say): the
+                // requester learns it from a NAK.
+                abandon(&mut s.rc.lock(), r.first);
+                let syn = Syndrome::Nak(Nak::RemAccess);
+                let nak = reply_pkt(&a, op::ACK, r.psn, Some((syn, r.msn)));
+                let _ = emit(dev, s, &a, &nak, &[], &mut buf);
+            }
+        }
+    }
+    !s.rc.lock().replies.is_empty()
+}
+
+/// The QP's task: sends a batch of queued replies, and queues the task
+/// again if more remain.
+pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
+    if pump(dev, s, TASK_BUDGET) {
+        s.kick();
+    }
+}
