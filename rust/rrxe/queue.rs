@@ -313,6 +313,21 @@ impl UserRing {
         true
     }
 
+    /// Empties a kernel-consumed ring without reading it: the kernel's
+    /// index moves up to the producer's (a QP's move to RESET drops what
+    /// was posted, as rxe's flush without completions does). The producer
+    /// index, the other side's, is left as it is.
+    pub fn drain(&mut self) {
+        if self.role != Role::KernelConsumes {
+            return;
+        }
+        if let Some(prod) = self.theirs() {
+            // INVARIANT: `theirs` is masked.
+            self.own = prod;
+            self.publish();
+        }
+    }
+
     /// An empty ring like this one (role and slot size) for `entries`
     /// entries. Allocates: call without locks held.
     pub fn sibling(&self, uc: &Ucontext<Rrxe>, entries: u32, max_bytes: usize) -> Result<Self> {

@@ -238,7 +238,14 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     let Some((kind, pos, _)) = seq::classify(p.opcode) else {
         return;
     };
+    let mut rx = qp.uc_rx.lock();
+    // A destroyed QP that a local sender still holds takes nothing.
+    if qp.is_dead() {
+        return;
+    }
     // Connected: only the peer the QP was connected to may send to it.
+    // Read under `uc_rx`, which a move to RESET holds while it changes the
+    // state and clears this state.
     let Some(a) = qp.responder_attrs(&p.sgid, &p.dgid) else {
         return;
     };
@@ -249,11 +256,6 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     } else {
         p.payload.len() != mtu
     };
-    let mut rx = qp.uc_rx.lock();
-    // A destroyed QP that a local sender still holds takes nothing.
-    if qp.is_dead() {
-        return;
-    }
     match rx.seq.judge(p.psn, kind, pos) {
         Verdict::Drop => {
             abandon(&mut rx);

@@ -4,8 +4,8 @@
 # kmod/rrxe_kverbs_test.ko (built with rrxe by tools/build-module): PD DMA
 # MRs (get_dma_mr), kernel CQs, ib_alloc_mr and ib_map_mr_sg, and kernel
 # UD traffic (kernel QPs and a kernel SRQ, a non-sleepable AH, DMA-mapped
-# buffers). One KTAP line per check the module logs; the module's load
-# fails if any check does.
+# buffers), kernel RC traffic, RC QPs reset and reconnected. One KTAP line
+# per check the module logs; the module's load fails if any check does.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 

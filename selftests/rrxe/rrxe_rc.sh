@@ -4,12 +4,13 @@
 # of one device (SEND scatter/gather and immediates, RDMA WRITE and READ,
 # atomics and a fetch_add race, RNR and transport retries, the ERR flush,
 # remote access violations, memory windows, atomic alignment in memory,
-# FLUSH rights), data compared byte for byte. Then the stock tools on that
-# device: ibv_rc_pingpong and ibv_srq_pingpong validating every buffer,
-# perftest's RC bandwidth and latency tests over verbs and rdma_cm. Then
-# between two namespaces over a veth pair: the pingpongs over IPv4 and IPv6
-# (also at a path MTU above the veth's), rping with validation over IPv4 and
-# IPv6, rdma_server/rdma_client, ib_read_bw over rdma_cm and ib_atomic_bw.
+# FLUSH rights, RESET dropping what is in flight), data compared byte for
+# byte. Then the stock tools on that device: ibv_rc_pingpong and
+# ibv_srq_pingpong validating every buffer, perftest's RC bandwidth and
+# latency tests over verbs and rdma_cm. Then between two namespaces over a
+# veth pair: the pingpongs over IPv4 and IPv6 (also at a path MTU above the
+# veth's), rping with validation over IPv4 and IPv6, rdma_server/
+# rdma_client, ib_read_bw over rdma_cm and ib_atomic_bw.
 # Every server runs under a timeout; the client must finish first and both
 # must succeed.
 set -uo pipefail
@@ -17,7 +18,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 33
+ktap_set_plan 34
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
@@ -50,6 +51,8 @@ check "RC atomics and ATOMIC WRITE need an 8-byte aligned target in memory, not 
 	t atomic_align
 check "RC FLUSH needs the QP's flush rights and the MR's; one of no placement type is INV_REQ whatever its rkey (no rkey oracle)" \
 	t flush
+check "RESET drops without a completion a SEND RNR-looping (RTS), one failed halfway (ERR) and a receive held mid-SEND (RTS), RC and UC; reconnected with new PSNs only the new SEND (and a READ) completes" \
+	t reset
 
 # pp TOOL PORT ARGS...: a stock ibv_*_pingpong validating its buffers (-c),
 # server and client on rrxer0 with its IPv4 GID, over TCP to 127.0.0.1.

@@ -37,6 +37,12 @@
  *               it) needs the MR's and the responder QP's flush rights; a
  *               FLUSH of no placement type is an invalid request whatever
  *               its rkey
+ *   reset       RESET drops what is in flight without a completion: a SEND
+ *               RNR-looping (RTS -> RESET); a SEND failed halfway, the
+ *               requester in ERR and the responder holding its receive
+ *               mid-message (ERR and RTS -> RESET), RC and UC; receives
+ *               posted before. Reconnected with new PSNs, only the new
+ *               SEND (and an RC READ) completes, into a new receive
  *
  * The PSN of the first direction starts just below the 24-bit wrap, so the
  * bigger transfers cross it.
@@ -94,6 +100,7 @@ struct popt {
 	bool ex;		/* a made with ibv_create_qp_ex (atomic send ops) */
 	uint8_t timeout;	/* both QPs' local ACK timeout */
 	uint8_t retry_cnt;	/* both QPs' transport retry count */
+	bool uc;		/* UC QPs instead of RC (not with ex) */
 };
 
 static const struct popt def = { .b_access = REMOTE_ALL, .rnr_retry = 7, .min_rnr_timer = 12,
@@ -217,7 +224,7 @@ static int new_maps(uintptr_t *out, int max)
 	return nout;
 }
 
-static int make_end(struct end *e, bool ex)
+static int make_end(struct end *e, bool ex, enum ibv_qp_type type)
 {
 	uintptr_t m[4];
 	int n;
@@ -244,12 +251,12 @@ static int make_end(struct end *e, bool ex)
 			FAIL("ibv_create_qp_ex with atomic send ops: %s", strerror(errno));
 	} else {
 		struct ibv_qp_init_attr ia = { .send_cq = e->scq, .recv_cq = e->rcq, .cap = cap,
-					       .qp_type = IBV_QPT_RC };
+					       .qp_type = type };
 
 		new_maps(m, 4);
 		e->qp = ibv_create_qp(pd, &ia);
 		if (!e->qp)
-			FAIL("create RC QP: %s", strerror(errno));
+			FAIL("create %s QP: %s", type == IBV_QPT_UC ? "UC" : "RC", strerror(errno));
 		/* Its send and receive rings; the send ring has the larger slots. */
 		n = new_maps(m, 4);
 		if (n != 2)
@@ -302,12 +309,17 @@ static int post_raw(struct end *e, uint64_t wr_id, uint32_t opcode, const void *
 	return 0;
 }
 
-/* Takes `q` through INIT and RTR to RTS, connected to QP number `peer`. */
+/*
+ * Takes `q` through INIT and RTR to RTS, connected to QP number `peer` (a
+ * UC QP with the attributes UC takes, and remote write access at most).
+ */
 static int connect_qp(struct ibv_qp *q, uint32_t peer, int access, uint32_t sq_psn, uint32_t rq_psn,
 		      const struct popt *o)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0,
-				 .qp_access_flags = access };
+				 .qp_access_flags = o->uc ? access & IBV_ACCESS_REMOTE_WRITE : access };
+	int rc_rtr = o->uc ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	int rc_rts = o->uc ? 0 : IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	int ret;
 
 	ret = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
@@ -326,7 +338,7 @@ static int connect_qp(struct ibv_qp *q, uint32_t peer, int access, uint32_t sq_p
 	a.ah_attr.grh.sgid_index = gid_index;
 	a.ah_attr.grh.hop_limit = 64;
 	ret = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+			    IBV_QP_RQ_PSN | rc_rtr);
 	if (ret)
 		FAIL("QP %u to RTR: %s", q->qp_num, strerror(ret));
 	memset(&a, 0, sizeof(a));
@@ -336,8 +348,7 @@ static int connect_qp(struct ibv_qp *q, uint32_t peer, int access, uint32_t sq_p
 	a.rnr_retry = o->rnr_retry;
 	a.sq_psn = sq_psn;
 	a.max_rd_atomic = 16;
-	ret = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	ret = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | rc_rts);
 	if (ret)
 		FAIL("QP %u to RTS: %s", q->qp_num, strerror(ret));
 	return 0;
@@ -345,7 +356,9 @@ static int connect_qp(struct ibv_qp *q, uint32_t peer, int access, uint32_t sq_p
 
 static int pair_new(struct pair *p, const struct popt *o)
 {
-	if (make_end(&p->a, o->ex) || make_end(&p->b, false))
+	enum ibv_qp_type t = o->uc ? IBV_QPT_UC : IBV_QPT_RC;
+
+	if (make_end(&p->a, o->ex, t) || make_end(&p->b, false, t))
 		return 1;
 	if (connect_qp(p->a.qp, p->b.qp->qp_num, REMOTE_ALL, PSN_A, PSN_B, o) ||
 	    connect_qp(p->b.qp, p->a.qp->qp_num, o->b_access, PSN_B, PSN_A, o))
@@ -1517,6 +1530,153 @@ static int mode_flush(void)
 	return 0;
 }
 
+/* Moves `q` to RESET, which it must then report. */
+static int to_reset(struct ibv_qp *q)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	int ret = ibv_modify_qp(q, &a, IBV_QP_STATE);
+
+	if (ret)
+		FAIL("QP %u to RESET: %s", q->qp_num, strerror(ret));
+	if (qp_state(q) != IBV_QPS_RESET)
+		FAIL("QP %u is in state %d after the move to RESET", q->qp_num, qp_state(q));
+	return 0;
+}
+
+#define PSN_A2 0x7a5a5a		/* the PSNs after RESET, far from the first */
+#define PSN_B2 0x3c3c3c
+
+/*
+ * Both QPs of `p` are in RESET: reconnected with new PSNs, a new SEND of
+ * 3000 bytes (src + 300000) completes alone, into the receive posted now
+ * (dst + 600000), and for RC a READ of it back into src + 500000; dst is
+ * otherwise as `saved` says and nothing else completes on any of the four
+ * CQs. Whatever was in flight or posted before the RESET is gone without
+ * a completion.
+ */
+static int after_reset(struct pair *p, const struct popt *o, const char *what)
+{
+	const uint32_t len = 3000;
+	char w[200];
+
+	if (connect_qp(p->a.qp, p->b.qp->qp_num, REMOTE_ALL, PSN_A2, PSN_B2, o) ||
+	    connect_qp(p->b.qp, p->a.qp->qp_num, o->b_access, PSN_B2, PSN_A2, o))
+		return 1;
+	if (post_recv1(p->b.qp, 51, dst + 600000, 4096) || post_send1(p->a.qp, IBV_WR_SEND, 2, src + 300000, len, 0))
+		return 1;
+	snprintf(w, sizeof(w), "%s: the SEND posted after RESET", what);
+	if (expect(p->a.scq, w, 2, IBV_WC_SUCCESS, IBV_WC_SEND, len))
+		return 1;
+	snprintf(w, sizeof(w), "%s: the receive posted after RESET", what);
+	if (expect(p->b.rcq, w, 51, IBV_WC_SUCCESS, IBV_WC_RECV, len))
+		return 1;
+	if (memcmp(dst + 600000, src + 300000, len))
+		FAIL("%s: the SEND after RESET: data differ", what);
+	memcpy(saved + 600000, src + 300000, len);
+	if (!o->uc) {
+		snprintf(w, sizeof(w), "%s: a READ after RESET", what);
+		if (post_rdma(p->a.qp, IBV_WR_RDMA_READ, 3, src + 500000, len, smr->lkey, (uintptr_t)dst + 600000,
+			      dmr->rkey, 0) ||
+		    expect(p->a.scq, w, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len))
+			return 1;
+		if (memcmp(src + 500000, src + 300000, len))
+			FAIL("%s: the READ after RESET: data differ", what);
+	}
+	snprintf(w, sizeof(w), "%s: requester's send CQ after RESET", what);
+	if (quiet(p->a.scq, w, 100))
+		return 1;
+	snprintf(w, sizeof(w), "%s: responder's receive CQ after RESET", what);
+	if (quiet(p->b.rcq, w, 100))
+		return 1;
+	snprintf(w, sizeof(w), "%s: requester's receive CQ", what);
+	if (quiet(p->a.rcq, w, 1))
+		return 1;
+	snprintf(w, sizeof(w), "%s: responder's send CQ", what);
+	if (quiet(p->b.scq, w, 1))
+		return 1;
+	return dst_unchanged(what);
+}
+
+/*
+ * RTS -> RESET with a WQE outstanding: a SEND RNR-looping (no receive,
+ * rnr_retry 7) when the requester is reset; a receive posted on the
+ * responder before its own RESET.
+ */
+static int reset_outstanding(void)
+{
+	const char *what = "RC, RTS -> RESET with a SEND RNR-looping";
+	struct pair p;
+
+	pattern(src, BUF, 9);
+	fill_dst(9);
+	if (pair_new(&p, &def))
+		return 1;
+	if (post_send1(p.a.qp, IBV_WR_SEND, 1, src, 100, 0) ||
+	    quiet(p.a.scq, "SEND without a receive, rnr_retry 7", 50) || to_reset(p.a.qp) ||
+	    post_recv1(p.b.qp, 50, dst, 4096) || quiet(p.b.rcq, "a receive after the requester's RESET", 50) ||
+	    to_reset(p.b.qp) || after_reset(&p, &def, what))
+		return 1;
+	return pair_free(&p);
+}
+
+/*
+ * ERR -> RESET and RTS -> RESET with a message half received: a 68 KiB
+ * SEND whose second SGE has a bad lkey fails after its first 64 KiB
+ * (a packet, or 64) reached the responder, so the requester is in ERR and
+ * the responder, still in RTS, holds the receive it was scattering into;
+ * another receive waits behind it.
+ */
+static int reset_halfway(bool uc)
+{
+	const char *what = uc ? "UC, ERR and RTS (a receive held mid-SEND) -> RESET" :
+				"RC, ERR and RTS (a receive held mid-SEND) -> RESET";
+	struct popt o = def;
+	struct ibv_sge s[2] = {
+		{ (uintptr_t)src, 65536, smr->lkey },
+		{ (uintptr_t)src + 65536, 4096, smr->lkey ^ 0x3c00 },
+	};
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = s, .num_sge = 2, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct pair p;
+	int ret;
+
+	o.uc = uc;
+	pattern(src, BUF, 10);
+	fill_dst(10);
+	if (pair_new(&p, &o))
+		return 1;
+	if (post_recv1(p.b.qp, 50, dst, 131072) || post_recv1(p.b.qp, 52, dst + 200000, 4096))
+		return 1;
+	if ((ret = ibv_post_send(p.a.qp, &wr, &bad)))
+		FAIL("%s: post SEND: %s", what, strerror(ret));
+	if (expect(p.a.scq, "SEND whose second SGE has a bad lkey", 1, IBV_WC_LOC_PROT_ERR, -1, -1))
+		return 1;
+	if (qp_state(p.a.qp) != IBV_QPS_ERR || qp_state(p.b.qp) != IBV_QPS_RTS)
+		FAIL("%s: QP states %d and %d after the failed SEND, not ERR and RTS", what, qp_state(p.a.qp),
+		     qp_state(p.b.qp));
+	if (quiet(p.b.rcq, "the responder holding its receive mid-SEND", 50))
+		return 1;
+	if (memcmp(dst, src, 65536))
+		FAIL("%s: the SEND's first 64 KiB did not land: no receive is held", what);
+	memcpy(saved, src, 65536);
+	if (to_reset(p.a.qp) || to_reset(p.b.qp) || after_reset(&p, &o, what))
+		return 1;
+	return pair_free(&p);
+}
+
+/* Every case runs, on QPs of its own, whether an earlier one failed or not. */
+static int mode_reset(void)
+{
+	int bad = reset_outstanding();
+
+	bad |= reset_halfway(false);
+	bad |= reset_halfway(true);
+	if (bad)
+		return 1;
+	printf("reset ok\n");
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -1524,13 +1684,13 @@ static const struct {
 	{ "send", mode_send },		{ "write_read", mode_write_read }, { "atomic", mode_atomic },
 	{ "rnr", mode_rnr },		{ "flush_err", mode_flush_err },   { "security", mode_security },
 	{ "mw", mode_mw },		{ "retry", mode_retry },	   { "atomic_align", mode_atomic_align },
-	{ "flush", mode_flush },
+	{ "flush", mode_flush },	{ "reset", mode_reset },
 };
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush|reset\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

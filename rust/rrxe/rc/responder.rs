@@ -61,15 +61,18 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     let Some((req, pos)) = rc::classify_req(p.opcode) else {
         return;
     };
-    let Some(a) = s.responder_attrs(&p.sgid, &p.dgid) else {
-        return;
-    };
     let d = dev.data();
     let pending = {
         let mut rc = s.rc.lock();
         if s.is_dead() {
             return;
         }
+        // Read under `rc`, which a move to RESET holds while it changes the
+        // state and clears the transport's: never stale state for a QP
+        // being reset.
+        let Some(a) = s.responder_attrs(&p.sgid, &p.dgid) else {
+            return;
+        };
         let reply = match rc::check_psn(p.psn, rc.epsn) {
             PsnCheck::Ahead => ahead(d, &mut rc),
             PsnCheck::Duplicate => {

@@ -33,6 +33,13 @@ pub(super) enum Res {
     Empty { psn: u32 },
 }
 
+/// What [`RcState::reset`] took out: dropping it stops the timer (see
+/// [`RcState::take_timer`]) and frees the held receive WQE.
+pub struct ResetOut {
+    _held: Option<(KVec<u8>, u32)>,
+    _timer: Option<ArcHrTimerHandle<QpShared>>,
+}
+
 /// A QP's RC state, under its `rc` lock (taken before `inner`).
 pub struct RcState {
     // Requester.
@@ -139,6 +146,29 @@ impl RcState {
         self.msg = None;
         self.write = None;
         self.held.take()
+    }
+
+    /// The QP moved to RESET: as rxe, what it had in flight is dropped
+    /// without a completion (its send ring was emptied). The requester
+    /// forgets its WQEs, PSN, timers and backoff; the responder its
+    /// expected PSN, message in progress, held receive WQE and read and
+    /// atomic resources. Returns what it took out, to be dropped outside
+    /// spinlocks.
+    pub fn reset(&mut self) -> ResetOut {
+        self.reset_requester();
+        self.win.psn = 0;
+        self.epsn = 0;
+        self.msn = 0;
+        self.nak_sent = false;
+        self.offset = 0;
+        for r in self.res.iter_mut() {
+            *r = None;
+        }
+        self.res_next = 0;
+        ResetOut {
+            _held: self.release(),
+            _timer: self.take_timer(),
+        }
     }
 
     /// The shadow copy of the WQE in slot `i`.

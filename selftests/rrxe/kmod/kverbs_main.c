@@ -4,9 +4,10 @@
  * netdev=NAME, as a kernel ULP uses them: PDs (whose local_dma_lkey and
  * unsafe global rkey come from get_dma_mr), kernel CQs, fast-registration
  * MRs from ib_alloc_mr, ib_map_mr_sg over a scatterlist, kernel UD traffic,
- * and kernel RC traffic with fast registration. Loading succeeds only
- * if every check passes; each check logs one "rrxe_kverbs_test: ok" line,
- * a failure logs what went wrong and the load fails with -EINVAL.
+ * kernel RC traffic with fast registration, and RC QPs reset and
+ * reconnected. Loading succeeds only if every check passes; each check
+ * logs one "rrxe_kverbs_test: ok" line, a failure logs what went wrong
+ * and the load fails with -EINVAL.
  */
 #include <linux/module.h>
 #include <linux/delay.h>
@@ -456,12 +457,15 @@ struct ib_qp *kverbs_rc_qp(struct ib_pd *pd, struct ib_cq *cq, u32 depth)
 	return qp;
 }
 
-/* Takes RC QP `qp` to RTS, connected to `peer` through GID 0 of port 1. */
-int kverbs_rc_connect(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid)
+/*
+ * Takes RC QP `qp` from INIT to RTS, connected to `peer` through GID 0 of
+ * port 1, sending from PSN `sq_psn` and expecting `rq_psn`.
+ */
+int kverbs_rc_connect_psn(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid, u32 sq_psn, u32 rq_psn)
 {
 	struct ib_qp_attr a = {
 		.qp_state = IB_QPS_RTR, .path_mtu = IB_MTU_1024, .dest_qp_num = peer->qp_num,
-		.rq_psn = 100, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
+		.rq_psn = rq_psn, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
 	};
 	int r;
 
@@ -476,13 +480,19 @@ int kverbs_rc_connect(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid)
 	if (r)
 		return r;
 	a.qp_state = IB_QPS_RTS;
-	a.sq_psn = 100;
+	a.sq_psn = sq_psn;
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 4;
 	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
 			    IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* The same with PSN 100 both ways. */
+int kverbs_rc_connect(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid)
+{
+	return kverbs_rc_connect_psn(qp, peer, gid, 100, 100);
 }
 
 /* Posts one signaled WR on `qp` and expects one completion with `status`. */
@@ -710,7 +720,8 @@ static int __init rrxe_kverbs_test_init(void)
 			ret = PTR_ERR(pd);
 		} else {
 			ret = check_alloc_mr(pd) ?: check_map_mr_sg(dev, pd) ?: check_ud_traffic(dev, pd) ?:
-			      check_rc_traffic(dev, pd) ?: kverbs_check_contexts(dev, pd);
+			      check_rc_traffic(dev, pd) ?: kverbs_check_reset(dev, pd) ?:
+			      kverbs_check_contexts(dev, pd);
 			ib_dealloc_pd(pd);
 		}
 	}
