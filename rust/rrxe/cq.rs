@@ -24,7 +24,7 @@ use crate::rrxe::{
     device::Rrxe,
     queue::{MmapInfo, Role, UserRing},
 };
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_spinlock_irq,
     prelude::*,
@@ -299,15 +299,17 @@ fn kernel_ring(entries: u32) -> Result<Ring> {
     })
 }
 
-/// Adds a completion; the data path's entry point, callable in any
-/// context and under the QP's lock. An armed CQ calls its handler
-/// (solicited-only arms fire for solicited and error completions); a full
-/// CQ raises `IB_EVENT_CQ_ERR` and the completion is lost (`ENOSPC`). Both
-/// upcalls run later, from the CQ's `irq_work`, with no lock held. A
-/// destroyed CQ takes nothing (`ENODEV`).
-pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
+/// Adds a completion of the QP whose destruction sets `qp_dead`; the data
+/// path's entry point, callable in any context and under the QP's lock. An
+/// armed CQ calls its handler (solicited-only arms fire for solicited and
+/// error completions); a full CQ raises `IB_EVENT_CQ_ERR` and the
+/// completion is lost (`ENOSPC`). Both upcalls run later, from the CQ's
+/// `irq_work`, with no lock held. A destroyed CQ, or a QP being destroyed,
+/// adds nothing (`ENODEV`): `qp_dead` is read under the lock that
+/// [`fence`] takes.
+pub fn post(cq: &CqShared, wc: &Wc, solicited: bool, qp_dead: &AtomicBool) -> Result {
     let mut g = cq.inner.lock();
-    if !g.alive {
+    if !g.alive || qp_dead.load(Ordering::Acquire) {
         return Err(ENODEV);
     }
     let ok = match &mut g.ring {
@@ -343,4 +345,12 @@ pub fn post(cq: &CqShared, wc: &Wc, solicited: bool) -> Result {
         cq.upcalls.raise(upcall::COMPLETION);
     }
     Ok(())
+}
+
+/// Waits out every [`post`] under way: one that starts after this reads
+/// the `qp_dead` its caller set before. Once a destroyed QP has fenced its
+/// CQs, none of its completions (whose `qp_cookie` the core frees) is
+/// added any more.
+pub fn fence(cq: &CqShared) {
+    drop(cq.inner.lock());
 }

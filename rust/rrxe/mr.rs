@@ -22,6 +22,7 @@ use kernel::{
     page::PAGE_SHIFT,
     prelude::*,
     sync::{Arc, SpinLock},
+    types::ScopeGuard,
 };
 
 /// What backs an MR.
@@ -132,7 +133,56 @@ pub struct RrxeMr {
     /// the translation).
     pub mem: Arc<MrMem>,
     /// Memory windows bound to it; deregistration waits for none.
-    pub bound_mws: AtomicU32,
+    pub bound_mws: BoundMws,
+}
+
+/// How many memory windows are bound to an MR, and whether the MR is
+/// retired (deregistered, or replaced by a rereg), in one atomic: a bind
+/// that counts a window and a deregistration that finds none cannot both
+/// succeed, so no window is ever bound to a deregistered MR. The default:
+/// none bound, not retired.
+#[derive(Default)]
+pub struct BoundMws(AtomicU32);
+
+impl BoundMws {
+    /// Set once the MR is retired; the count is in the other bits (never
+    /// more than `MAX_MW` windows, far below it).
+    const RETIRED: u32 = 1 << 31;
+
+    /// Counts one more bound window; false, counting nothing, once the MR
+    /// is retired.
+    pub fn bind(&self) -> bool {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                (v & Self::RETIRED == 0).then_some(v + 1)
+            })
+            .is_ok()
+    }
+
+    /// A window counted by [`Self::bind`] is unbound.
+    pub fn unbind(&self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Retires the MR (no bind counts a window from now on), unless windows
+    /// are bound: then false, and nothing changes. A retired MR stays so.
+    pub fn retire(&self) -> bool {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                (v & !Self::RETIRED == 0).then_some(Self::RETIRED)
+            })
+            .is_ok()
+    }
+
+    /// Undoes [`Self::retire`] (a rereg that failed): binds count again.
+    pub fn unretire(&self) {
+        self.0.fetch_and(!Self::RETIRED, Ordering::Release);
+    }
+
+    /// Whether any window is bound.
+    pub fn any(&self) -> bool {
+        self.0.load(Ordering::Acquire) & !Self::RETIRED != 0
+    }
 }
 
 pub(crate) fn access_err(e: AccessError) -> Error {
@@ -261,11 +311,12 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
         }
     }
 
-    /// `dereg_mr`: refused while windows are bound (as rxe does), else removed
-    /// from the table; the memory is unpinned when the last reference goes.
+    /// `dereg_mr`: refused while windows are bound (as rxe does), else retired
+    /// (a bind under way fails) and removed from the table; the memory is
+    /// unpinned when the last reference goes.
     fn dereg_mr(mr: &Mr<Rrxe>) -> Result {
         let m = mr.data();
-        if m.bound_mws.load(Ordering::Acquire) != 0 {
+        if !m.bound_mws.retire() {
             return Err(EINVAL);
         }
         // A rereg may have put a replacement at this index already.
@@ -275,7 +326,9 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
 
     /// `rereg_user_mr`: a replacement MR under the same key, with a new PD,
     /// access and/or translation. The core retires the old MR afterwards;
-    /// work already holding the old one finishes on the old view.
+    /// work already holding the old one finishes on the old view. Refused
+    /// while windows are bound; the old MR takes no bind from the start
+    /// (a failure gives them back).
     fn rereg_user_mr(
         mr: &Mr<Rrxe>,
         flags: ReregFlags,
@@ -284,9 +337,10 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
         _udata: Option<&Udata>,
     ) -> Result<(Arc<RrxeMr>, u32)> {
         let old = mr.data();
-        if old.bound_mws.load(Ordering::Acquire) != 0 {
+        if !old.bound_mws.retire() {
             return Err(EINVAL);
         }
+        let failed = ScopeGuard::new(|| old.bound_mws.unretire());
         let access = if flags.access { req.access } else { old.access };
         access::check_mr_access(access).map_err(access_err)?;
         let (range, mem) = if flags.translation {
@@ -341,7 +395,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
                 access,
                 range,
                 mem,
-                bound_mws: AtomicU32::new(0),
+                bound_mws: BoundMws::default(),
             },
             GFP_KERNEL,
         )?;
@@ -350,6 +404,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
             .data()
             .mr_pool()
             .replace(old.index, old, new.clone())?;
+        failed.dismiss();
         let key = new.key;
         Ok((new, key))
     }
@@ -374,7 +429,7 @@ pub(crate) fn insert_mr(
                 access,
                 range,
                 mem: mem.take().ok_or(EINVAL)?,
-                bound_mws: AtomicU32::new(0),
+                bound_mws: BoundMws::default(),
             },
             GFP_KERNEL,
         )?)
@@ -661,7 +716,7 @@ pub fn invalidate(
         let MrMem::Fast(f) = &*mr.mem else {
             return Err(LocalOpError::BadKey);
         };
-        if mr.pd != pd || mr.bound_mws.load(Ordering::Acquire) != 0 {
+        if mr.pd != pd || mr.bound_mws.any() {
             return Err(LocalOpError::BadKey);
         }
         let mut g = f.lock();

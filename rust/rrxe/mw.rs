@@ -95,7 +95,7 @@ impl MwOps<Rrxe> for MwHandle {
         };
         if let Some((mr, _)) = old {
             // INVARIANT: Unbound, so no longer counted.
-            mr.bound_mws.fetch_sub(1, Ordering::Release);
+            mr.bound_mws.unbind();
         }
         w.device().data().mw_pool().remove(mw.index);
     }
@@ -196,8 +196,12 @@ pub fn bind_mw(
             (MwType::Type1, MwState::Valid) | (MwType::Type2, MwState::Free) => {}
             _ => return Err(LocalOpError::Refused),
         }
+        // The MR may have been deregistered since the lookup: then its
+        // key names nothing, and the bind fails.
+        if mr.as_ref().is_some_and(|m| !m.bound_mws.bind()) {
+            return Err(LocalOpError::BadKey);
+        }
         let new = mr.map(|m| {
-            m.bound_mws.fetch_add(1, Ordering::AcqRel);
             let qp = (w.ty == MwType::Type2).then_some(qpn);
             (
                 m,
@@ -217,7 +221,7 @@ pub fn bind_mw(
         core::mem::replace(&mut b.binding, new)
     };
     if let Some((m, _)) = old {
-        m.bound_mws.fetch_sub(1, Ordering::Release);
+        m.bound_mws.unbind();
     }
     Ok(())
 }
@@ -249,7 +253,7 @@ pub(crate) fn invalidate(
         b.binding.take()
     };
     if let Some((m, _)) = old {
-        m.bound_mws.fetch_sub(1, Ordering::Release);
+        m.bound_mws.unbind();
     }
     Ok(())
 }

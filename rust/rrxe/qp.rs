@@ -190,12 +190,10 @@ impl QpShared {
 
     /// Posts a completion to the send CQ. A destroyed QP that another
     /// thread still holds completes nothing (`ENODEV`): its consumer has
-    /// forgotten it, and a kernel QP's handle is stale.
+    /// forgotten it, and a kernel QP's handle is stale. `dead` is checked
+    /// under the CQ's lock, which destruction takes after setting it.
     pub fn send_wc(&self, wc: &Wc) -> Result {
-        if self.is_dead() {
-            return Err(ENODEV);
-        }
-        cq::post(&self.send_cq, wc, false)
+        cq::post(&self.send_cq, wc, false, &self.dead)
     }
 
     /// The attributes of a connected QP whose responder may take a packet
@@ -225,10 +223,7 @@ impl QpShared {
 
     /// Posts a completion to the receive CQ, as [`Self::send_wc`] does.
     pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> Result {
-        if self.is_dead() {
-            return Err(ENODEV);
-        }
-        cq::post(&self.recv_cq, wc, solicited)
+        cq::post(&self.recv_cq, wc, solicited, &self.dead)
     }
 }
 
@@ -291,6 +286,13 @@ impl RrxeQp {
         };
         drop(unlinked);
         s.dead.store(true, Ordering::Release);
+        // Every completion is posted under its CQ's lock after a look at
+        // `dead` (`cq::post`): once both locks were taken here, none of this
+        // QP's is posted, whoever holds the QP (a datagram delivered from
+        // another QP's doorbell holds none of the locks waited on below),
+        // and the core may free the handle its completions carry.
+        cq::fence(&s.send_cq);
+        cq::fence(&s.recv_cq);
         // Transport work already under way on this QP holds one of these
         // locks and looks at `dead` under it: wait it out. The timer holds
         // a reference to the QP and is never started again once it is dead.

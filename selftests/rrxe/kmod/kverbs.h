@@ -17,5 +17,6 @@ int kverbs_rc_connect(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid);
 int kverbs_rc_connect_psn(struct ib_qp *qp, struct ib_qp *peer, union ib_gid *gid, u32 sq_psn, u32 rq_psn);
 int kverbs_check_reset(struct ib_device *dev, struct ib_pd *pd);
 int kverbs_check_contexts(struct ib_device *dev, struct ib_pd *pd);
+int kverbs_check_destroy_race(struct ib_device *dev, struct ib_pd *pd, int rounds);
 
 #endif

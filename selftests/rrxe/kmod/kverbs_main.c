@@ -24,6 +24,10 @@ static char *netdev = "";
 module_param(netdev, charp, 0444);
 MODULE_PARM_DESC(netdev, "netdev whose RXE-driver RDMA device to test");
 
+static int destroy_race;
+module_param(destroy_race, int, 0444);
+MODULE_PARM_DESC(destroy_race, "instead of the checks, this many rounds of the destroy race (kverbs_destroy.c)");
+
 #define NPAGES 20
 #define MR_INDEX_MAX (1u << 19)
 
@@ -713,8 +717,13 @@ static int __init rrxe_kverbs_test_init(void)
 		pr_err("rrxe_kverbs_test: no RXE-driver device on %s\n", netdev);
 		return -ENODEV;
 	}
-	ret = check_pds(dev) ?: check_cqs(dev);
-	if (!ret) {
+	ret = destroy_race ? 0 : check_pds(dev) ?: check_cqs(dev);
+	if (!ret && destroy_race) {
+		pd = ib_alloc_pd(dev, 0);
+		ret = IS_ERR(pd) ? PTR_ERR(pd) : kverbs_check_destroy_race(dev, pd, destroy_race);
+		if (!IS_ERR(pd))
+			ib_dealloc_pd(pd);
+	} else if (!ret) {
 		pd = ib_alloc_pd(dev, 0);
 		if (IS_ERR(pd)) {
 			ret = PTR_ERR(pd);

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rrxe_race_test DEV MODE ...: races between verbs of one process, through
+ * stock libibverbs + librxe. Prints what went wrong and exits non-zero on
+ * failure, 0 on success.
+ *
+ *   mw_dereg N   N rounds, each with a fresh MR: the main thread binds a
+ *                window to it (type 2 with IBV_WR_BIND_MW, type 1 with
+ *                ibv_bind_mw, in turn) and unbinds it again, in a loop,
+ *                while a second thread keeps calling ibv_dereg_mr on the
+ *                MR until it succeeds. A dereg must fail (EINVAL, as rxe)
+ *                while a window is bound; once it has succeeded, a bind
+ *                must complete in error, never bind the window to the
+ *                deregistered MR, and an RDMA WRITE from the peer QP
+ *                through the window's rkey must fail with
+ *                REM_ACCESS_ERR, the memory unchanged.
+ *   ud_flood S   for S seconds, UD SENDs of 8 bytes, 64 per doorbell, to
+ *                the multicast group ff0e::5a17 with Q_Key 0x1111 (the
+ *                kernel test module's destroy race listens there).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rrxe_test.h"
+
+#define WAIT_MS 10000
+#define MRLEN 65536
+#define MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | MW_ACCESS | IBV_ACCESS_MW_BIND)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static union ibv_gid gid;
+static int gid_index;
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Busy-polls `cq` for one completion, up to WAIT_MS: 0 got one, -1 not. */
+static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	long end = now_ms() + WAIT_MS;
+
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n == 1)
+			return 0;
+		if (n < 0 || now_ms() > end)
+			return -1;
+	}
+}
+
+/* One RC QP with its CQ; a and b are connected to each other. */
+struct pair {
+	struct ibv_qp *a, *b;
+	struct ibv_cq *acq, *bcq;
+};
+
+static int rc_connect(struct ibv_qp *q, uint32_t peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = MW_ACCESS };
+	int r;
+
+	r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer;
+	a.rq_psn = 7;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 7;
+	a.max_rd_atomic = 1;
+	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (r)
+		FAIL("connect RC QP %u: %s", q->qp_num, strerror(r));
+	return 0;
+}
+
+static int pair_new(struct pair *p)
+{
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+						.max_recv_sge = 1 }, .qp_type = IBV_QPT_RC };
+
+	memset(p, 0, sizeof(*p));
+	p->acq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	p->bcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	if (!p->acq || !p->bcq)
+		FAIL("create CQs: %s", strerror(errno));
+	ia.send_cq = ia.recv_cq = p->acq;
+	p->a = ibv_create_qp(pd, &ia);
+	ia.send_cq = ia.recv_cq = p->bcq;
+	p->b = ibv_create_qp(pd, &ia);
+	if (!p->a || !p->b)
+		FAIL("create RC QPs: %s", strerror(errno));
+	return rc_connect(p->a, p->b->qp_num) || rc_connect(p->b, p->a->qp_num);
+}
+
+static int pair_free(struct pair *p)
+{
+	if (ibv_destroy_qp(p->a) || ibv_destroy_qp(p->b) || ibv_destroy_cq(p->acq) ||
+	    ibv_destroy_cq(p->bcq))
+		FAIL("destroy a QP pair: %s", strerror(errno));
+	return 0;
+}
+
+/* The dereg thread's side of a round. */
+static struct ibv_mr *volatile race_mr;
+static unsigned int go, started, finished, dereg_done, dereg_err, refused;
+
+/* Pins the calling thread to CPU `cpu` (the races need both CPUs). */
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *dereg_thread(void *arg)
+{
+	unsigned int seen = 0, seed = 1;
+
+	(void)arg;
+	pin(0);
+	for (;;) {
+		unsigned int g, spin;
+
+		while ((g = __atomic_load_n(&go, __ATOMIC_SEQ_CST)) == seen)
+			sched_yield();
+		if (g == ~0u)
+			return NULL;
+		seen = g;
+		/* The first attempt lands anywhere in the binder's loop. */
+		spin = rand_r(&seed) % 30000;
+		for (volatile unsigned int k = 0; k < spin; k++)
+			;
+		for (;;) {
+			int r;
+
+			__atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+			r = ibv_dereg_mr(race_mr);
+			__atomic_add_fetch(&finished, 1, __ATOMIC_SEQ_CST);
+			if (!r) {
+				__atomic_store_n(&dereg_done, 1, __ATOMIC_SEQ_CST);
+				break;
+			}
+			if (r == EINVAL)
+				refused++;
+			if (r != EINVAL) {
+				__atomic_store_n(&dereg_err, r, __ATOMIC_SEQ_CST);
+				__atomic_store_n(&dereg_done, 1, __ATOMIC_SEQ_CST);
+				break;
+			}
+		}
+	}
+}
+
+/* Binds `mw` (type 1 or 2) over `len` bytes at `addr` of `mr` from `qp`
+ * (unbinds a type 1 window when `len` is 0); the completion's status. */
+static int bind(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mw *mw, struct ibv_mr *mr, void *addr,
+		uint64_t len, enum ibv_wc_status *st)
+{
+	struct ibv_mw_bind_info bi = { .mr = mr, .addr = (uintptr_t)addr, .length = len,
+				       .mw_access_flags = len ? MW_ACCESS : 0 };
+	uint32_t old = mw->rkey, nk = ibv_inc_rkey(old);
+	struct ibv_wc wc;
+	int r;
+
+	if (mw->type == IBV_MW_TYPE_1) {
+		struct ibv_mw_bind b = { .wr_id = 1, .send_flags = IBV_SEND_SIGNALED, .bind_info = bi };
+
+		r = ibv_bind_mw(qp, mw, &b);
+	} else {
+		struct ibv_send_wr wr = { .wr_id = 1, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
+					  .bind_mw = { .mw = mw, .rkey = nk, .bind_info = bi } }, *bad;
+
+		r = ibv_post_send(qp, &wr, &bad);
+	}
+	if (r)
+		FAIL("post a bind: %s", strerror(r));
+	if (poll1(cq, &wc) || wc.wr_id != 1)
+		FAIL("a bind did not complete");
+	*st = wc.status;
+	/* librxe moves a type 1 window's key when it posts (undone on an
+	 * error); the test keeps type 2's. */
+	mw->rkey = wc.status == IBV_WC_SUCCESS ? nk : old;
+	return 0;
+}
+
+/* Invalidates bound type 2 window `mw` from `qp`. */
+static int local_inv(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mw *mw)
+{
+	struct ibv_send_wr wr = { .wr_id = 2, .opcode = IBV_WR_LOCAL_INV, .send_flags = IBV_SEND_SIGNALED,
+				  .invalidate_rkey = mw->rkey }, *bad;
+	struct ibv_wc wc;
+	int r = ibv_post_send(qp, &wr, &bad);
+
+	if (r)
+		FAIL("post LOCAL_INV: %s", strerror(r));
+	if (poll1(cq, &wc) || wc.wr_id != 2 || wc.status != IBV_WC_SUCCESS)
+		FAIL("LOCAL_INV of a bound type 2 window: %s", ibv_wc_status_str(wc.status));
+	return 0;
+}
+
+/*
+ * An RDMA WRITE of 64 bytes from b through `rkey` at `addr` must fail with
+ * REM_ACCESS_ERR, leaving `mem` (MRLEN bytes) as `saved`. Leaves the pair
+ * in ERR.
+ */
+static int write_refused(struct pair *p, struct ibv_mr *lmr, uint8_t *lbuf, void *addr, uint32_t rkey,
+			 const uint8_t *mem, const uint8_t *saved, int round)
+{
+	struct ibv_sge sge = { (uintptr_t)lbuf, 64, lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr = { .rdma = { .remote_addr = (uintptr_t)addr, .rkey = rkey } } }, *bad;
+	struct ibv_wc wc;
+	int r = ibv_post_send(p->b, &wr, &bad);
+
+	if (r)
+		FAIL("round %d: post the WRITE through the window: %s", round, strerror(r));
+	if (poll1(p->bcq, &wc) || wc.wr_id != 3)
+		FAIL("round %d: the WRITE through the window did not complete", round);
+	if (wc.status != IBV_WC_REM_ACCESS_ERR)
+		FAIL("round %d: an RDMA WRITE through window rkey 0x%x after its MR was deregistered completed with %s, not REM_ACCESS_ERR",
+		     round, rkey, ibv_wc_status_str(wc.status));
+	usleep(1000);
+	if (memcmp(mem, saved, MRLEN))
+		FAIL("round %d: a refused WRITE through window rkey 0x%x changed the memory", round, rkey);
+	return 0;
+}
+
+static int mode_mw_dereg(int rounds)
+{
+	uint8_t *mem = malloc(MRLEN), *saved = malloc(MRLEN), *lbuf = malloc(4096);
+	struct ibv_mw *mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1), *mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	struct ibv_mr *lmr = lbuf ? ibv_reg_mr(pd, lbuf, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	unsigned int idle = 0, failed = 0, checked = 0, binds = 0;
+	struct ibv_mr mr;
+	bool live = false;
+	struct pair p;
+	pthread_t t;
+
+	if (!mem || !saved || !lbuf || !mw1 || !mw2 || !lmr)
+		FAIL("buffers, MWs, MR: %s", strerror(errno));
+	memset(lbuf, 0xee, 4096);
+	if (pthread_create(&t, NULL, dereg_thread, NULL))
+		FAIL("pthread_create");
+	pin(1);
+	for (int i = 0; i < rounds; i++) {
+		struct ibv_mw *mw = i % 2 ? mw1 : mw2;
+		uint8_t *win = mem + 4096;
+		bool bound = false, dead = false;
+		enum ibv_wc_status st;
+
+		for (int k = 0; k < MRLEN; k++)
+			mem[k] = saved[k] = (uint8_t)(k * 7 + i);
+		if (!live && pair_new(&p))
+			return 1;
+		live = true;
+		race_mr = ibv_reg_mr(pd, mem, MRLEN, MR_ACCESS);
+		if (!race_mr)
+			FAIL("round %d: reg_mr: %s", i, strerror(errno));
+		/* The binds name the MR through a copy: the dereg frees librxe's. */
+		mr = *race_mr;
+		__atomic_store_n(&dereg_done, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&go, i + 1, __ATOMIC_SEQ_CST);
+		for (;;) {
+			unsigned int s;
+
+			if (__atomic_load_n(&dereg_done, __ATOMIC_SEQ_CST)) {
+				idle++;
+				break;
+			}
+			if (bind(p.a, p.acq, mw, &mr, win, 8192, &st))
+				return 1;
+			binds++;
+			if (st != IBV_WC_SUCCESS) {
+				/* Refused: the dereg won; the QP is in ERR. */
+				failed++;
+				dead = true;
+				break;
+			}
+			/* Bound: a dereg that starts from now on must fail. */
+			s = __atomic_load_n(&started, __ATOMIC_SEQ_CST);
+			while (__atomic_load_n(&finished, __ATOMIC_SEQ_CST) <= s &&
+			       !__atomic_load_n(&dereg_done, __ATOMIC_SEQ_CST))
+				sched_yield();
+			if (__atomic_load_n(&dereg_done, __ATOMIC_SEQ_CST)) {
+				bound = true;
+				break;
+			}
+			if (mw->type == IBV_MW_TYPE_1 ? bind(p.a, p.acq, mw, &mr, NULL, 0, &st) || st != IBV_WC_SUCCESS
+						      : local_inv(p.a, p.acq, mw))
+				FAIL("round %d: unbinding the window failed", i);
+		}
+		/* The dereg thread is done with this MR. */
+		while (__atomic_load_n(&dereg_done, __ATOMIC_SEQ_CST) == 0)
+			sched_yield();
+		if (__atomic_load_n(&dereg_err, __ATOMIC_SEQ_CST))
+			FAIL("round %d: ibv_dereg_mr failed with %s, not EINVAL", i,
+			     strerror(__atomic_load_n(&dereg_err, __ATOMIC_SEQ_CST)));
+		if (bound) {
+			printf("round %d: a type %d bind completed successfully on an MR that ibv_dereg_mr deregistered\n",
+			       i, mw->type == IBV_MW_TYPE_1 ? 1 : 2);
+			write_refused(&p, lmr, lbuf, win, mw->rkey, mem, saved, i);
+			return 1;
+		}
+		if (dead) {
+			if (pair_free(&p))
+				return 1;
+			live = false;
+		}
+		/* Every 8th round (and the last), the window's rkey is checked. */
+		if (i % 8 == 0 || i == rounds - 1) {
+			if ((!live && pair_new(&p)) ||
+			    write_refused(&p, lmr, lbuf, win, mw->rkey, mem, saved, i) || pair_free(&p))
+				return 1;
+			checked++;
+			live = false;
+		}
+	}
+	__atomic_store_n(&go, ~0u, __ATOMIC_SEQ_CST);
+	pthread_join(t, NULL);
+	if (live && pair_free(&p))
+		return 1;
+	printf("%d rounds, %u binds, %u deregs refused (a window bound); the dereg came between binds %u times, a bind after it failed %u times; %u windows checked unusable\n",
+	       rounds, binds, refused, idle, failed, checked);
+	if (ibv_dealloc_mw(mw1) || ibv_dealloc_mw(mw2) || ibv_dereg_mr(lmr))
+		FAIL("dealloc MWs, dereg MR: %s", strerror(errno));
+	free(mem);
+	free(saved);
+	free(lbuf);
+	return 0;
+}
+
+static int mode_ud_flood(int seconds)
+{
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 128, .max_recv_wr = 1, .max_send_sge = 1,
+						.max_recv_sge = 1 }, .qp_type = IBV_QPT_UD };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x2222 };
+	/* From GID 0, the link-local IPv6 address, to an IPv6 group. */
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh = { .sgid_index = 0, .hop_limit = 64 } };
+	static const uint8_t group[16] = { 0xff, 0x0e, [14] = 0x5a, [15] = 0x17 };
+	struct ibv_cq *cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	char *buf = malloc(4096);
+	struct ibv_mr *mr = buf ? ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	long end = now_ms() + seconds * 1000L;
+	unsigned long sent = 0;
+
+	if (!cq || !mr)
+		FAIL("CQ, MR: %s", strerror(errno));
+	ia.send_cq = ia.recv_cq = cq;
+	qp = ibv_create_qp(pd, &ia);
+	if (!qp)
+		FAIL("create UD QP: %s", strerror(errno));
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		FAIL("UD QP to INIT");
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		FAIL("UD QP to RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		FAIL("UD QP to RTS");
+	memcpy(aa.grh.dgid.raw, group, 16);
+	ah = ibv_create_ah(pd, &aa);
+	if (!ah)
+		FAIL("AH to the multicast group: %s", strerror(errno));
+	memset(buf, 0x5a, 4096);
+	while (now_ms() < end) {
+		struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+		struct ibv_send_wr wr[64], *bad;
+		struct ibv_wc wc;
+
+		for (int i = 0; i < 64; i++) {
+			wr[i] = (struct ibv_send_wr){ .wr_id = i, .sg_list = &sge, .num_sge = 1,
+						      .opcode = IBV_WR_SEND, .next = i < 63 ? &wr[i + 1] : NULL,
+						      .wr = { .ud = { .ah = ah, .remote_qpn = 0xffffff,
+								      .remote_qkey = 0x1111 } } };
+		}
+		wr[63].send_flags = IBV_SEND_SIGNALED;
+		if (ibv_post_send(qp, wr, &bad))
+			FAIL("post UD SENDs: %s", strerror(errno));
+		if (poll1(cq, &wc) || wc.status != IBV_WC_SUCCESS)
+			FAIL("UD SENDs did not complete");
+		sent += 64;
+	}
+	printf("sent %lu datagrams to ff0e::5a17\n", sent);
+	ibv_destroy_qp(qp);
+	ibv_destroy_ah(ah);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	free(buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	if (argc < 4)
+		FAIL("usage: %s DEV mw_dereg ROUNDS | ud_flood SECONDS", argv[0]);
+	ctx = rrxe_open(argv[1]);
+	if (!ctx)
+		FAIL("cannot open %s", argv[1]);
+	pd = ibv_alloc_pd(ctx);
+	gid_index = rrxe_ipv4_gid(ctx, &gid);
+	if (!pd || gid_index < 0)
+		FAIL("PD or IPv4 GID");
+	if (!strcmp(argv[2], "mw_dereg"))
+		rc = mode_mw_dereg(atoi(argv[3]));
+	else if (!strcmp(argv[2], "ud_flood"))
+		rc = mode_ud_flood(atoi(argv[3]));
+	else
+		FAIL("unknown mode %s", argv[2]);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return rc;
+}

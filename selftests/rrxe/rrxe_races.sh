@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Races between a verb and the teardown of what it uses. A memory window
+# bound (type 2 through the send queue, type 1 with ibv_bind_mw) while
+# another thread deregisters its MR: the window is never left bound to a
+# deregistered MR, and its rkey then refuses remote access. A kernel UD QP
+# destroyed while a process floods it with datagrams (rrxe_race_test
+# ud_flood, through the kernel test module's destroy_race check): no
+# completion naming the destroyed QP reaches its CQ afterwards. Nothing
+# is left behind, and the module unloads.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+
+ktap_print_header
+ktap_set_plan 5
+
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_dummy rrxtd0 && ip addr add 10.79.2.1/24 dev rrxtd0 && link_add rrxera0 rrxtd0 ||
+	ktap_exit_fail_msg "setup failed"
+wait_gid rrxera0 ffff:10.79.2.1 || ktap_exit_fail_msg "no IPv4 GID"
+wait_gid rrxera0 fe80 || ktap_exit_fail_msg "no link-local GID"
+tmp=$(mktemp -d)
+bin=$tmp/rrxe_race_test
+cc -Wall -O2 -o "$bin" "$dir/rrxe_race_test.c" -libverbs -lpthread || ktap_exit_fail_msg "cannot build rrxe_race_test"
+
+# Each race writes its summary lines to $tmp/summary: shown with the
+# failure, or as diagnostics after a passing KTAP line.
+race() {
+	rm -f "$tmp/passed"
+	"$@" && touch "$tmp/passed" && return 0
+	cat "$tmp/summary"
+	return 1
+}
+summary() { [ -e "$tmp/passed" ] && sed 's/^/# /' "$tmp/summary"; }
+
+rounds=${RRXE_RACE_ROUNDS:-400}
+mw_race() {
+	local t0=$SECONDS rc
+	timeout 600 "$bin" rrxera0 mw_dereg "$rounds" >"$tmp/summary" 2>&1
+	rc=$?
+	echo "mw_dereg: $((SECONDS - t0)) s" >>"$tmp/summary"
+	return $rc
+}
+check "$rounds rounds of binds racing ibv_dereg_mr: no window bound to a deregistered MR, its rkey refused" race mw_race
+summary
+
+# The kernel test module destroys its QPs while this process floods them.
+destroy_race() {
+	local mark rc log t0=$SECONDS
+	mark="rrxe_races mark $$ $RANDOM"
+	echo "$mark" >/dev/kmsg
+	taskset -c 0 "$bin" rrxera0 ud_flood 600 >"$tmp/flood" 2>&1 &
+	local flood=$!
+	modprobe rrxe_kverbs_test netdev=rrxtd0 destroy_race="${RRXE_DESTROY_ROUNDS:-1500}"
+	rc=$?
+	kill "$flood" 2>/dev/null
+	wait "$flood" 2>/dev/null
+	modprobe -r rrxe_kverbs_test 2>/dev/null
+	log=$(dmesg | sed -n "/$mark/,\$p" | grep -o 'rrxe_kverbs_test: .*')
+	{ printf '%s\n' "$log"; echo "destroy_race: $((SECONDS - t0)) s"; } >"$tmp/summary"
+	[ $rc -eq 0 ] && printf '%s\n' "$log" | grep -q 'all passed'
+}
+check "kernel UD QPs destroyed under a flood of datagrams: no completion names a destroyed QP" race destroy_race
+summary
+
+check "nothing of the processes is left on the device" no_user_objects rrxera0
+check "the device deletes cleanly afterwards" \
+	bash -c "rdma link delete rrxera0 && ! test -e /sys/class/infiniband/rrxera0"
+check "the module unloads" modprobe -r rrxe
+
+rm -rf "$tmp"
+cleanup_net
+ktap_finished
