@@ -34,9 +34,9 @@ MODULE_PARM_DESC(link_type, "rdma link type to register (default rrxe; rxe for d
 const char *rrxe_link_type(void) { return link_type; }
 
 /* Read when a device is created; range-checked there. */
-static unsigned long dm_size;
+static unsigned long dm_size = 1UL << 20;
 module_param(dm_size, ulong, 0644);
-MODULE_PARM_DESC(dm_size, "device memory of each new device, in bytes (default 0: off, since stock librxe has no DM verbs)");
+MODULE_PARM_DESC(dm_size, "device memory of each new device, in bytes, whole pages up to 1 GiB (default 1 MiB; 0: none)");
 
 unsigned long rrxe_dm_size(void) { return READ_ONCE(dm_size); }
 
