@@ -18,6 +18,9 @@ Each mode prints what went wrong and exits non-zero on failure.
          IBV_ACCESS_ZERO_BASED or past the end refused
   stale  after the DM MR is deregistered and the DM freed, the peer's WRITE
          and READ with the old rkey complete with a remote access error
+  import a context imported from a duplicate of the command fd imports
+         the DM by handle (ibv_import_dm): the same memory in both, copies
+         bounded by the allocated length; a stale or foreign handle fails
   exit   exits (without closing anything) with 8 KiB of DM mapped and a DM
          MR on it, after checking that the kernel lists the MR
 """
@@ -332,6 +335,44 @@ def mode_stale(dev, gid):
     print('# WRITE and READ with a freed DM MR\'s rkey: remote access errors')
 
 
+def mode_import(dev, _gid):
+    ctx = Context(name=dev)
+    pd = PD(ctx)
+    size = 10000  # not whole pages: copies must stop at the allocated length
+    dm = DM(ctx, AllocDmAttr(length=size))
+    data = random.randbytes(size)
+    dm.copy_to_dm(0, data, size)
+    ictx = Context(cmd_fd=os.dup(ctx.cmd_fd))
+    idm = DM(ictx, handle=dm.handle)
+    expect_bytes(idm.copy_from_dm(0, size), data, 'the imported DM read whole')
+    more = random.randbytes(1000)
+    idm.copy_to_dm(4000, more, 1000)
+    expect_bytes(dm.copy_from_dm(4000, 1000), more, 'a write through the import, read by the owner')
+    expect_errno(errno.EFAULT, 'a copy past the imported length', idm.copy_from_dm, size - 4, 8)
+    # A handle that names no DM: a PD's, and one never allocated.
+    for what, h in (('a PD handle', pd.handle), ('an unused handle', dm.handle + 1000)):
+        try:
+            DM(ictx, handle=h).unimport()
+        except PyverbsRDMAError as ex:
+            print(f'# importing {what} as a DM: errno {ex.error_code}')
+            continue
+        raise Fail(f'importing {what} as a DM succeeded')
+    idm.unimport()
+    expect_bytes(dm.copy_from_dm(4000, 1000), more, 'the owner after the import is gone')
+    h = dm.handle
+    dm.close()
+    try:
+        DM(ictx, handle=h).unimport()
+    except PyverbsRDMAError as ex:
+        print(f'# importing a freed DM: errno {ex.error_code}')
+    else:
+        raise Fail('importing a freed DM succeeded')
+    ictx.close()
+    pd.close()
+    ctx.close()
+    print(f'# {size} bytes of DM imported into a duplicated context, both ways byte for byte')
+
+
 def mode_exit(dev, _gid):
     ctx = Context(name=dev)
     pd = PD(ctx)
@@ -352,7 +393,7 @@ def main():
         return 2
     dev, gid, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     modes = {'copy': mode_copy, 'rc': mode_rc, 'bad': mode_bad, 'stale': mode_stale,
-             'exit': mode_exit}
+             'import': mode_import, 'exit': mode_exit}
     if mode not in modes:
         print(f'unknown mode {mode}', file=sys.stderr)
         return 2

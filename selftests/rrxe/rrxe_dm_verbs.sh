@@ -8,7 +8,8 @@
 # rrxe_dm_verbs.py); bad input gets its errno; freeing a DM that an MR uses
 # fails EBUSY and leaves it mapped (rrxe_dm_verbs_busy.c); a freed DM MR's
 # rkey is refused; a process exiting with DM mapped and registered leaves
-# nothing behind. Without the environment, stock rdma-core 44 is in use
+# nothing behind; a context imported from a duplicated command fd imports
+# the DM by handle. Without the environment, stock rdma-core 44 is in use
 # and ibv_alloc_dm fails EOPNOTSUPP.
 #
 # The rdma-core 59 build comes from tools/setup-host (tools/build-rdma-core);
@@ -21,7 +22,7 @@ param=/sys/module/rrxe/parameters/dm_size
 dev=rrxdv0
 
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan 11
 
 # shellcheck source=tools/rdma-user-env
 . "$root/tools/rdma-user-env" ||
@@ -51,6 +52,7 @@ default() {
 check "dm_size is 1 MiB by default; pyverbs and libibverbs are rdma-core 59's" default
 check "8 KiB of DM: ibv_memcpy_to_dm/from_dm whole and in parts, byte for byte" py copy
 check "RC peer WRITE, READ, fetch-and-add, compare-and-swap on zero-based DM MRs, byte for byte" py rc
+check "ibv_import_dm from a duplicated context: the same memory, bounded, stale handles refused" py import
 check "ibv_free_dm of a DM with DM MRs fails EBUSY and leaves it mapped and usable" "$busy" $dev
 check "a freed DM MR's rkey: the peer's WRITE and READ get remote access errors" py stale
 
