@@ -22,7 +22,7 @@ param=/sys/module/rrxe/parameters/dm_size
 dev=rrxdv0
 
 ktap_print_header
-ktap_set_plan 11
+ktap_set_plan 12
 
 # shellcheck source=tools/rdma-user-env
 . "$root/tools/rdma-user-env" ||
@@ -52,6 +52,12 @@ default() {
 check "dm_size is 1 MiB by default; pyverbs and libibverbs are rdma-core 59's" default
 check "8 KiB of DM: ibv_memcpy_to_dm/from_dm whole and in parts, byte for byte" py copy
 check "RC peer WRITE, READ, fetch-and-add, compare-and-swap on zero-based DM MRs, byte for byte" py rc
+example() {
+	cc -Wall -O2 -o "$work/dm-example" "$root/Documentation/examples/dm-example.c" \
+		-I"$RRXE_RDMA_CORE/include" -L"$RRXE_RDMA_CORE/lib" -libverbs || return 1
+	"$work/dm-example" $dev
+}
+check "the admin guide's C example (Documentation/examples/dm-example.c) builds and runs" example
 check "ibv_import_dm from a duplicated context: the same memory, bounded, stale handles refused" py import
 check "ibv_free_dm of a DM with DM MRs fails EBUSY and leaves it mapped and usable" "$busy" $dev
 check "a freed DM MR's rkey: the peer's WRITE and READ get remote access errors" py stale
