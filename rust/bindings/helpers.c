@@ -81,9 +81,28 @@ DECLARE_UVERBS_NAMED_METHOD(
 DECLARE_UVERBS_GLOBAL_METHODS(UVERBS_OBJECT_DM,
 			      &UVERBS_METHOD(RRXE_METHOD_DM_QUERY));
 
+/*
+ * PD_QUERY: nothing to report (rxe's PDs carry no driver data), but the
+ * core has checked that the handle names a PD of this file, so that
+ * ibv_import_pd() refuses anything else at once.
+ */
+static int UVERBS_HANDLER(RRXE_METHOD_PD_QUERY)(struct uverbs_attr_bundle *attrs)
+{
+	return 0;
+}
+
+DECLARE_UVERBS_NAMED_METHOD(
+	RRXE_METHOD_PD_QUERY,
+	UVERBS_ATTR_IDR(RRXE_ATTR_QUERY_PD_HANDLE, UVERBS_OBJECT_PD,
+			UVERBS_ACCESS_READ, UA_MANDATORY));
+
+DECLARE_UVERBS_GLOBAL_METHODS(UVERBS_OBJECT_PD,
+			      &UVERBS_METHOD(RRXE_METHOD_PD_QUERY));
+
 static const struct uapi_definition rrxe_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &rrxe_dm_alloc_attrs),
 	UAPI_DEF_CHAIN_OBJ_TREE_NAMED(UVERBS_OBJECT_DM),
+	UAPI_DEF_CHAIN_OBJ_TREE_NAMED(UVERBS_OBJECT_PD),
 	{},
 };
 

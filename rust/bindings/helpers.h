@@ -31,6 +31,15 @@ enum rrxe_uverbs_query_dm_attrs {
 	RRXE_ATTR_QUERY_DM_RESP_LENGTH,
 };
 
+/* The driver's method on PD objects: checks a PD handle, for import. */
+enum rrxe_uverbs_pd_methods {
+	RRXE_METHOD_PD_QUERY = 1U << UVERBS_ID_NS_SHIFT,
+};
+
+enum rrxe_uverbs_query_pd_attrs {
+	RRXE_ATTR_QUERY_PD_HANDLE = 1U << UVERBS_ID_NS_SHIFT,
+};
+
 /*
  * The start of every DM the driver allocates (the Rust `Dm` asserts this
  * layout): the core's object, then the mmap offset DM_ALLOC returned.

@@ -20,7 +20,8 @@ Each mode prints what went wrong and exits non-zero on failure.
          and READ with the old rkey complete with a remote access error
   import a context imported from a duplicate of the command fd imports
          the DM by handle (ibv_import_dm): the same memory in both, copies
-         bounded by the allocated length; a stale or foreign handle fails
+         bounded by the allocated length; a stale or foreign handle fails;
+         the PD and an MR import too (ibv_import_pd, ibv_import_mr)
   exit   exits (without closing anything) with 8 KiB of DM mapped and a DM
          MR on it, after checking that the kernel lists the MR
 """
@@ -357,6 +358,23 @@ def mode_import(dev, _gid):
             print(f'# importing {what} as a DM: errno {ex.error_code}')
             continue
         raise Fail(f'importing {what} as a DM succeeded')
+    # The PD and an MR import by handle too (ibv_import_pd/ibv_import_mr);
+    # a handle that names no PD is refused at once.
+    buf = MR(pd, 4096, A.IBV_ACCESS_LOCAL_WRITE | A.IBV_ACCESS_REMOTE_READ)
+    ipd = PD(ictx, handle=pd.handle)
+    imr = MR(ipd, handle=buf.handle)
+    expect((imr.lkey, imr.rkey, imr.length) == (buf.lkey, buf.rkey, 4096),
+           f'imported MR keys/length {imr.lkey:#x}/{imr.rkey:#x}/{imr.length}, '
+           f'owner {buf.lkey:#x}/{buf.rkey:#x}/4096')
+    imr.unimport()
+    ipd.unimport()
+    try:
+        PD(ictx, handle=dm.handle).unimport()
+    except PyverbsRDMAError as ex:
+        print(f'# importing a DM handle as a PD: errno {ex.error_code}')
+    else:
+        raise Fail('importing a DM handle as a PD succeeded')
+    buf.close()
     idm.unimport()
     expect_bytes(dm.copy_from_dm(4000, 1000), more, 'the owner after the import is gone')
     h = dm.handle
