@@ -34,9 +34,9 @@ MODULE_PARM_DESC(link_type, "rdma link type to register (default rrxe; rxe for d
 const char *rrxe_link_type(void) { return link_type; }
 
 /* Read when a device is created; range-checked there. */
-static unsigned long dm_size;
+static unsigned long dm_size = 1UL << 20;
 module_param(dm_size, ulong, 0644);
-MODULE_PARM_DESC(dm_size, "device memory of each new device, in bytes (default 0: off, since stock librxe has no DM verbs)");
+MODULE_PARM_DESC(dm_size, "device memory of each new device, in bytes, whole pages up to 1 GiB (default 1 MiB; 0: none)");
 
 unsigned long rrxe_dm_size(void) { return READ_ONCE(dm_size); }
 
@@ -49,8 +49,60 @@ ADD_UVERBS_ATTRIBUTES_SIMPLE(
 	UVERBS_ATTR_PTR_OUT(RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET,
 			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
 
+/*
+ * DM_QUERY: the mmap offset and length of a DM handle, so that a context
+ * imported from a duplicate of the command fd (ibv_import_dm) can map
+ * memory another context of the same file allocated.
+ */
+static int UVERBS_HANDLER(RRXE_METHOD_DM_QUERY)(struct uverbs_attr_bundle *attrs)
+{
+	struct ib_dm *ibdm = uverbs_attr_get_obj(attrs, RRXE_ATTR_QUERY_DM_REQ_HANDLE);
+	struct rrxe_dm_head *dm = container_of(ibdm, struct rrxe_dm_head, ib);
+	u64 length = ibdm->length;
+	int ret;
+
+	ret = uverbs_copy_to(attrs, RRXE_ATTR_QUERY_DM_RESP_MMAP_OFFSET,
+			     &dm->mmap_offset, sizeof(dm->mmap_offset));
+	if (ret)
+		return ret;
+	return uverbs_copy_to(attrs, RRXE_ATTR_QUERY_DM_RESP_LENGTH, &length,
+			      sizeof(length));
+}
+
+DECLARE_UVERBS_NAMED_METHOD(
+	RRXE_METHOD_DM_QUERY,
+	UVERBS_ATTR_IDR(RRXE_ATTR_QUERY_DM_REQ_HANDLE, UVERBS_OBJECT_DM,
+			UVERBS_ACCESS_READ, UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(RRXE_ATTR_QUERY_DM_RESP_MMAP_OFFSET,
+			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY),
+	UVERBS_ATTR_PTR_OUT(RRXE_ATTR_QUERY_DM_RESP_LENGTH,
+			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
+
+DECLARE_UVERBS_GLOBAL_METHODS(UVERBS_OBJECT_DM,
+			      &UVERBS_METHOD(RRXE_METHOD_DM_QUERY));
+
+/*
+ * PD_QUERY: nothing to report (rxe's PDs carry no driver data), but the
+ * core has checked that the handle names a PD of this file, so that
+ * ibv_import_pd() refuses anything else at once.
+ */
+static int UVERBS_HANDLER(RRXE_METHOD_PD_QUERY)(struct uverbs_attr_bundle *attrs)
+{
+	return 0;
+}
+
+DECLARE_UVERBS_NAMED_METHOD(
+	RRXE_METHOD_PD_QUERY,
+	UVERBS_ATTR_IDR(RRXE_ATTR_QUERY_PD_HANDLE, UVERBS_OBJECT_PD,
+			UVERBS_ACCESS_READ, UA_MANDATORY));
+
+DECLARE_UVERBS_GLOBAL_METHODS(UVERBS_OBJECT_PD,
+			      &UVERBS_METHOD(RRXE_METHOD_PD_QUERY));
+
 static const struct uapi_definition rrxe_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &rrxe_dm_alloc_attrs),
+	UAPI_DEF_CHAIN_OBJ_TREE_NAMED(UVERBS_OBJECT_DM),
+	UAPI_DEF_CHAIN_OBJ_TREE_NAMED(UVERBS_OBJECT_PD),
 	{},
 };
 

@@ -20,6 +20,35 @@ enum rrxe_uverbs_attrs {
 	RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET = 1U << UVERBS_ID_NS_SHIFT,
 };
 
+/* The driver's method on DM objects: where a DM handle maps, for import. */
+enum rrxe_uverbs_dm_methods {
+	RRXE_METHOD_DM_QUERY = 1U << UVERBS_ID_NS_SHIFT,
+};
+
+enum rrxe_uverbs_query_dm_attrs {
+	RRXE_ATTR_QUERY_DM_REQ_HANDLE = 1U << UVERBS_ID_NS_SHIFT,
+	RRXE_ATTR_QUERY_DM_RESP_MMAP_OFFSET,
+	RRXE_ATTR_QUERY_DM_RESP_LENGTH,
+};
+
+/* The driver's method on PD objects: checks a PD handle, for import. */
+enum rrxe_uverbs_pd_methods {
+	RRXE_METHOD_PD_QUERY = 1U << UVERBS_ID_NS_SHIFT,
+};
+
+enum rrxe_uverbs_query_pd_attrs {
+	RRXE_ATTR_QUERY_PD_HANDLE = 1U << UVERBS_ID_NS_SHIFT,
+};
+
+/*
+ * The start of every DM the driver allocates (the Rust `Dm` asserts this
+ * layout): the core's object, then the mmap offset DM_ALLOC returned.
+ */
+struct rrxe_dm_head {
+	struct ib_dm ib;
+	u64 mmap_offset;
+};
+
 /* Port counters, in rdma_rxe's order (names in helpers.c). */
 enum rrxe_hw_counter {
 	RRXE_CNT_SENT_PKTS,

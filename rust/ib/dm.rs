@@ -11,7 +11,11 @@
 //! Userspace reaches the memory by mmap: `alloc_dm` returns a page offset,
 //! which this layer reports through the driver-namespace attribute
 //! `RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET` (u64, id `1 << UVERBS_ID_NS_SHIFT`)
-//! of the DM alloc method, declared in the C helper file.
+//! of the DM alloc method, declared in the C helper file. The offset stays
+//! in the object, after the core's part (`struct rrxe_dm_head`), where the
+//! driver's `DM_QUERY` method (C, in the same file) reads it for
+//! `ibv_import_dm`: a context imported from a duplicate of the command fd
+//! shares the file's mappings and maps the same memory.
 
 use super::{
     bindings,
@@ -74,6 +78,7 @@ pub struct DmMrRequest {
 #[repr(C)]
 pub struct Dm<T: Driver> {
     ib: Opaque<bindings::ib_dm>,
+    mmap_offset: u64,
     data: T::Dm,
 }
 
@@ -110,12 +115,20 @@ impl<T: Driver> DmSlot<T> {
 
     /// Stores `data` and returns the box, still owned by the caller until
     /// [`into_raw`](Self::into_raw) hands it to the core.
-    pub(crate) fn fill(self, data: T::Dm) -> KBox<Dm<T>> {
-        const { assert!(core::mem::offset_of!(Dm<T>, ib) == 0) };
+    pub(crate) fn fill(self, data: T::Dm, mmap_offset: u64) -> KBox<Dm<T>> {
+        // The C query method sees the object as a `struct rrxe_dm_head`.
+        const {
+            use core::mem::offset_of;
+            assert!(offset_of!(Dm<T>, ib) == offset_of!(bindings::rrxe_dm_head, ib));
+            assert!(
+                offset_of!(Dm<T>, mmap_offset) == offset_of!(bindings::rrxe_dm_head, mmap_offset)
+            );
+        };
         KBox::write(
             self.0,
             Dm {
                 ib: Opaque::zeroed(),
+                mmap_offset,
                 data,
             },
         )
@@ -155,7 +168,7 @@ pub(super) unsafe extern "C" fn alloc_dm_callback<T: Driver>(
         let slot = DmSlot::<T>::new()?;
         let (data, offset) = T::Dm::alloc_dm(uc, req)?;
         // Owned here until the core has it: dropping it frees the DM.
-        let dm = slot.fill(data);
+        let dm = slot.fill(data, offset);
         // SAFETY: `attrs` is the bundle of this DM_ALLOC call, whose
         // method carries the attribute (declared with the ops).
         let r =

@@ -82,6 +82,22 @@ pub(super) unsafe extern "C" fn dealloc_ucontext_callback<T: Driver>(
 /// None beyond the C signature: the context is not used.
 pub(super) unsafe extern "C" fn disassociate_ucontext_callback(_uc: *mut bindings::ib_ucontext) {}
 
+/// The `query_ucontext` op, behind `UVERBS_METHOD_QUERY_CONTEXT`, which a
+/// process calls to import a context from a duplicate of its command fd
+/// (`ibv_import_device`). The core reports the common attributes; the
+/// driver's part is what `alloc_ucontext` returns in its udata, and the
+/// rxe ABI returns nothing there, so there is nothing to add.
+///
+/// # Safety
+///
+/// None beyond the C signature: neither argument is used.
+pub(super) unsafe extern "C" fn query_ucontext_callback(
+    _uc: *mut bindings::ib_ucontext,
+    _attrs: *mut bindings::uverbs_attr_bundle,
+) -> c_int {
+    0
+}
+
 /// The `alloc_pd` op.
 ///
 /// # Safety

@@ -377,7 +377,15 @@ pub const fn atomic_aligned(va: u64, addr: u64) -> bool {
     (va | addr) & (ATOMIC_ALIGN - 1) == 0
 }
 
-/// The FETH's placement type bits: global visibility and persistence.
+/// The selectivity levels of a FLUSH (bits 4 and 5 of its FETH).
+pub mod flush_level {
+    /// `IB_FLUSH_RANGE`: the range the RETH gives.
+    pub const RANGE: u32 = 0;
+    /// `IB_FLUSH_MR`: the whole memory region the rkey names.
+    pub const MR: u32 = 1;
+}
+
+/// The placement types of a FLUSH (its FETH's low four bits).
 pub mod flush_type {
     /// `IB_FLUSH_GLOBAL`.
     pub const GLOBAL: u32 = 1;

@@ -40,6 +40,9 @@ wait_for() {
 	"$@"
 }
 
+# load_rrxe [PARAM=VALUE...]: rrxe loaded (with those module parameters, if
+# it was not loaded yet).
+# shellcheck disable=SC2120
 load_rrxe() {
 	lsmod | grep -q '^rrxe ' || modprobe rrxe "$@"
 }
@@ -78,6 +81,17 @@ cleanup_net() {
 # A dummy netdev that is up.
 mk_dummy() {
 	ip link add "$1" type dummy && ip link set "$1" up
+}
+
+# dummy_dev DEV ADDR: a test's start on one device: no test netdev left,
+# rrxe loaded, device DEV on a dummy netdev rrxtd0 with ADDR/24, its IPv4
+# GID up. Bails out of the test on failure.
+dummy_dev() {
+	cleanup_net
+	load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+	mk_dummy rrxtd0 && ip addr add "$2/24" dev rrxtd0 && link_add "$1" rrxtd0 ||
+		ktap_exit_fail_msg "setup failed"
+	wait_gid "$1" "ffff:$2" || ktap_exit_fail_msg "no IPv4 GID"
 }
 
 # Two namespaces joined by a veth pair, each end up with an address:

@@ -14,11 +14,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 ktap_print_header
 ktap_set_plan 5
 
-cleanup_net
-load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
-mk_dummy rrxtd0 && ip addr add 10.79.1.1/24 dev rrxtd0 && link_add rrxepx0 rrxtd0 ||
-	ktap_exit_fail_msg "setup failed"
-wait_gid rrxepx0 ffff:10.79.1.1 || ktap_exit_fail_msg "GIDs did not appear"
+dummy_dev rrxepx0 10.79.1.1
 bin=$(mktemp -d)/rrxe_peer_exit_test
 cc -Wall -O2 -o "$bin" "$dir/rrxe_peer_exit_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_peer_exit_test"
 

@@ -5,8 +5,9 @@
 # RC traffic through them), test_cq, test_cq_events, test_cqex, test_qp,
 # test_qpex (the extended post API on RC, UC and UD, with atomics, ATOMIC
 # WRITE, memory-window binds and SEND with invalidate), test_atomic and
-# test_addr. Skips are reported as skips: device memory is off by default
-# (stock librxe has no DM verbs), raw packet QPs do not exist on RoCE.
+# test_addr. Skips are reported as skips: device memory is off (dm_size=0:
+# stock librxe has no DM verbs, and this suite's DM tests skip only when
+# max_dm_size is 0), raw packet QPs do not exist on RoCE.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,7 +15,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 ktap_print_header
 
 cleanup_net
-load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+unload_rrxe
+load_rrxe dm_size=0 || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && ip addr add 10.78.0.1/24 dev rrxtd0 && link_add rrxepv0 rrxtd0 ||
 	ktap_exit_fail_msg "setup failed"
 wait_for 10 bash -c "ibv_devinfo -v -d rrxepv0 | grep -q 'GID\[  1\]'" || ktap_exit_fail_msg "GIDs did not appear"

@@ -15,11 +15,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 ktap_print_header
 ktap_set_plan 5
 
-cleanup_net
-load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
-mk_dummy rrxtd0 && ip addr add 10.79.2.1/24 dev rrxtd0 && link_add rrxera0 rrxtd0 ||
-	ktap_exit_fail_msg "setup failed"
-wait_gid rrxera0 ffff:10.79.2.1 || ktap_exit_fail_msg "no IPv4 GID"
+dummy_dev rrxera0 10.79.2.1
 wait_gid rrxera0 fe80 || ktap_exit_fail_msg "no link-local GID"
 tmp=$(mktemp -d)
 bin=$tmp/rrxe_race_test

@@ -273,6 +273,9 @@ static int make_end(struct end *e, bool ex, enum ibv_qp_type type)
  * (its wr.wr union and the first 8 bytes of its data from `wr` and `data`)
  * and rings the doorbell as librxe does: POST_SEND without work requests.
  */
+/* dma.length (and resid) of the next post_raw() WQEs. */
+static uint32_t raw_dma_len;
+
 static int post_raw(struct end *e, uint64_t wr_id, uint32_t opcode, const void *wr, size_t wr_len,
 		    const void *data)
 {
@@ -294,6 +297,8 @@ static int post_raw(struct end *e, uint64_t wr_id, uint32_t opcode, const void *
 	w->wr.opcode = opcode;
 	w->wr.send_flags = IBV_SEND_SIGNALED;
 	memcpy(&w->wr.wr, wr, wr_len);
+	/* librxe puts a FLUSH's length in dma.length and dma.resid. */
+	w->dma.length = w->dma.resid = raw_dma_len;
 	if (data)
 		memcpy(w->dma.inline_data, data, 8);
 	__atomic_store_n(&q->producer_index, (prod + 1) & q->index_mask, __ATOMIC_RELEASE);
@@ -1336,6 +1341,7 @@ static int mode_mw(void)
 #define FLUSH_GLOBAL 1		/* placement types */
 #define FLUSH_PERSISTENT 2
 #define FLUSH_RANGE 0		/* selectivity levels */
+#define FLUSH_MR 1
 
 /* rxe_send_wr's wr.rdma and wr.flush. */
 struct rdma_wr {
@@ -1477,25 +1483,38 @@ static int mode_atomic_align(void)
 
 /*
  * On a fresh pair whose responder has qp_access_flags `qa`: a FLUSH of
- * `type` over 256 bytes at `raddr` through `rkey` must complete with `want`.
+ * `type` at `level` over `len` bytes at `raddr` through `rkey` must complete
+ * with `want`. The WQE is laid out as librxe's ibv_wr_flush() writes it:
+ * the length in dma.length and dma.resid, wr.flush.length left 0.
  */
-static int flush_case(const char *what, int qa, uint8_t type, uint64_t raddr, uint32_t rkey,
-		      enum ibv_wc_status want)
+static int flush_case_at(const char *what, int qa, uint8_t type, uint8_t level, uint64_t raddr,
+			 uint32_t len, uint32_t rkey, enum ibv_wc_status want)
 {
-	struct flush_wr f = { .remote_addr = raddr, .length = 256, .rkey = rkey, .type = type,
-			      .level = FLUSH_RANGE };
+	struct flush_wr f = { .remote_addr = raddr, .rkey = rkey, .type = type, .level = level };
 	struct popt o = def;
 	struct pair p;
+	int bad;
 
 	o.b_access = qa;
 	fill_dst(40);
-	if (pair_new(&p, &o) || post_raw(&p.a, 1, WR_FLUSH, &f, sizeof(f), NULL) ||
-	    expect(p.a.scq, what, 1, want, -1, -1))
+	if (pair_new(&p, &o))
+		return 1;
+	raw_dma_len = len;
+	bad = post_raw(&p.a, 1, WR_FLUSH, &f, sizeof(f), NULL);
+	raw_dma_len = 0;
+	if (bad || expect(p.a.scq, what, 1, want, -1, -1))
 		return 1;
 	usleep(20000);
 	if (dst_unchanged(what))
 		return 1;
 	return pair_free(&p);
+}
+
+/* A FLUSH over 256 bytes of the range at `raddr`. */
+static int flush_case(const char *what, int qa, uint8_t type, uint64_t raddr, uint32_t rkey,
+		      enum ibv_wc_status want)
+{
+	return flush_case_at(what, qa, type, FLUSH_RANGE, raddr, 256, rkey, want);
 }
 
 static int mode_flush(void)
@@ -1517,6 +1536,24 @@ static int mode_flush(void)
 	/* The QP's rights count too (rxe's check_qp_attr_access). */
 	if (flush_case("FLUSH global to a QP without FLUSH_GLOBAL", REMOTE_ALL | ACCESS_FLUSH_PERSISTENT,
 		       FLUSH_GLOBAL, (uintptr_t)fm, fmr->rkey, IBV_WC_REM_INV_REQ_ERR))
+		return 1;
+	/*
+	 * The range is the WQE's dma length, as rxe sends it; a zero length
+	 * still needs a valid rkey with the rights (rxe's check_rkey); a FLUSH
+	 * of the whole MR (level MR) is not checked against the range.
+	 */
+	if (flush_case_at("FLUSH global of 8 KiB of a 4 KiB MR", fa, FLUSH_GLOBAL, FLUSH_RANGE,
+			  (uintptr_t)fm, 8192, fmr->rkey, IBV_WC_REM_ACCESS_ERR) ||
+	    flush_case_at("FLUSH global of 256 bytes ending past the MR", fa, FLUSH_GLOBAL, FLUSH_RANGE,
+			  (uintptr_t)fm + 4000, 256, fmr->rkey, IBV_WC_REM_ACCESS_ERR) ||
+	    flush_case_at("zero-length FLUSH global with a bogus rkey", fa, FLUSH_GLOBAL, FLUSH_RANGE,
+			  (uintptr_t)dst, 0, bogus, IBV_WC_REM_ACCESS_ERR) ||
+	    flush_case_at("zero-length FLUSH persistent of an MR with FLUSH_GLOBAL only", fa,
+			  FLUSH_PERSISTENT, FLUSH_RANGE, (uintptr_t)fm, 0, fmr->rkey, IBV_WC_REM_ACCESS_ERR) ||
+	    flush_case_at("zero-length FLUSH global of an MR with FLUSH_GLOBAL", fa, FLUSH_GLOBAL,
+			  FLUSH_RANGE, (uintptr_t)fm, 0, fmr->rkey, IBV_WC_SUCCESS) ||
+	    flush_case_at("FLUSH global of the whole MR, address outside it", fa, FLUSH_GLOBAL, FLUSH_MR,
+			  (uintptr_t)fm + 65536, 0, fmr->rkey, IBV_WC_SUCCESS))
 		return 1;
 	/* No placement type asks for no right: an invalid request, whatever the key. */
 	if (flush_case("FLUSH of no placement type with a valid rkey", fa, 0, (uintptr_t)dst, dmr->rkey,

@@ -12,11 +12,7 @@ dir=$(cd "$(dirname "$0")" && pwd)
 ktap_print_header
 ktap_set_plan 5
 
-cleanup_net
-load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
-mk_dummy rrxtd0 && ip addr add 10.79.0.1/24 dev rrxtd0 && link_add rrxet0 rrxtd0 ||
-	ktap_exit_fail_msg "setup failed"
-wait_gid rrxet0 ffff:10.79.0.1 || ktap_exit_fail_msg "no IPv4 GID"
+dummy_dev rrxet0 10.79.0.1
 bin=$(mktemp -d)/rrxe_traffic_test
 cc -Wall -O2 -o "$bin" "$dir/rrxe_traffic_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_traffic_test"
 

@@ -10,10 +10,23 @@ if [ $# -eq 0 ]; then
 	set -- $(sed -n 's/^TEST_PROGS := //p' "$dir/Makefile")
 fi
 pass=0 fail=0 skip=0
+# A test still running after RRXE_WATCHDOG seconds (default 900) gets the
+# kernel's blocked tasks and CPU backtraces dumped into the kernel log
+# (sysrq w and l), once, so that a hang leaves its cause in the log.
+watchdog() {
+	sleep "${RRXE_WATCHDOG:-900}"
+	echo "# watchdog: $1 still running after ${RRXE_WATCHDOG:-900} s: sysrq w, l" >/dev/kmsg
+	echo w >/proc/sysrq-trigger
+	echo l >/proc/sysrq-trigger
+}
 for t in "$@"; do
 	echo "# selftests: rrxe: $t"
+	watchdog "$t" 2>/dev/null &
+	wd=$!
 	out=$(bash "$dir/$t" 2>&1)
 	rc=$?
+	kill "$wd" 2>/dev/null
+	wait "$wd" 2>/dev/null
 	printf '%s\n' "$out"
 	p=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+ ' )
 	s=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+ .*# SKIP')

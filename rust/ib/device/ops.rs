@@ -61,6 +61,7 @@ pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
     o.alloc_ucontext = Some(pd::alloc_ucontext_callback::<T>);
     o.dealloc_ucontext = Some(pd::dealloc_ucontext_callback::<T>);
     o.disassociate_ucontext = Some(pd::disassociate_ucontext_callback);
+    o.query_ucontext = Some(pd::query_ucontext_callback);
     o.mmap = Some(mmap::mmap_callback);
     o.mmap_free = Some(mmap::mmap_free_callback);
     o.alloc_pd = Some(pd::alloc_pd_callback::<T>);

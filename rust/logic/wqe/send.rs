@@ -190,7 +190,10 @@ fn detail(slot: &[u8], opcode: Opcode, t: Transport, ex: u32) -> Result<WrDetail
             let sel = get32(WR + WR_FLUSH_TYPE)?;
             WrDetail::Flush {
                 remote_addr: get64(WR + WR_REMOTE_ADDR)?,
-                length: get32(WR + WR_FLUSH_LENGTH)?,
+                // librxe's ibv_wr_flush() puts the length in `dma.length`
+                // (and `dma.resid`, which rxe sends), not in
+                // `wr.flush.length`.
+                length: get32(SEND_DMA + DMA_LENGTH)?,
                 rkey: get32(WR + WR_FLUSH_RKEY)?,
                 ty: sel as u8,
                 level: (sel >> 8) as u8,
@@ -388,6 +391,29 @@ mod tests {
         assert_eq!(
             parse_send(&b, Transport::Rc, 1, 512),
             Err(WqeError::InlineTooLong)
+        );
+    }
+
+    #[test]
+    fn flush_length_is_the_dma_length() {
+        // As librxe's ibv_wr_flush() writes it: dma.length, and
+        // wr.flush.length left alone.
+        let mut b = send_slot(14, SEND_SIGNALED, &[]);
+        put64(&mut b, WR + WR_REMOTE_ADDR, 0x7000);
+        put32(&mut b, WR + WR_FLUSH_LENGTH, 7);
+        put32(&mut b, WR + WR_FLUSH_RKEY, 0x1234);
+        put32(&mut b, WR + WR_FLUSH_TYPE, 0x0101);
+        put32(&mut b, SEND_DMA + DMA_LENGTH, 8192);
+        let w = parse_send(&b, Transport::Rc, 4, 0).unwrap();
+        assert_eq!(
+            w.detail,
+            WrDetail::Flush {
+                remote_addr: 0x7000,
+                length: 8192,
+                rkey: 0x1234,
+                ty: 1,
+                level: 1
+            }
         );
     }
 }

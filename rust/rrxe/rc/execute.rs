@@ -412,7 +412,24 @@ fn flush(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail>
     if c.a.qp_access_flags & need != need {
         return Err(INV_REQ);
     }
-    c.check_key(reth.rkey, need, reth.va, reth.len)?;
+    // Unlike a zero-length READ or WRITE, a FLUSH always names memory: its
+    // rkey and rights are checked whatever its length (rxe's check_rkey),
+    // and its range too unless it flushes the whole MR.
+    let whole_mr = (feth >> 4) & 3 == rc::flush_level::MR;
+    match mr::lookup_key(
+        c.d,
+        reth.rkey,
+        c.s.pd,
+        c.s.qpn,
+        need,
+        reth.va,
+        u64::from(reth.len),
+    ) {
+        Err(e) if whole_mr && e == EFAULT => {}
+        r => {
+            r.map_err(key_fail)?;
+        }
+    }
     // Memory here is ordinary RAM written by the CPU: once the copies are
     // done, the data is globally visible.
     add_res(rc, Res::Empty { psn: p.psn });

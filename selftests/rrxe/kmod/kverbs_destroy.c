@@ -55,7 +55,6 @@ static struct ib_qp *dr_qp(struct destroy_race *r)
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.cap = { .max_send_wr = 1, .max_recv_wr = DR_RECVS, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ib_qp_attr a = { .qp_state = IB_QPS_INIT, .port_num = 1, .qkey = 0x1111 };
 	struct ib_sge sge = { .addr = r->dma, .length = DR_BUF, .lkey = r->pd->local_dma_lkey };
 	struct ib_recv_wr rw = { .sg_list = &sge, .num_sge = 1 };
 	const struct ib_recv_wr *bad;
@@ -64,12 +63,7 @@ static struct ib_qp *dr_qp(struct destroy_race *r)
 
 	if (IS_ERR(qp))
 		return qp;
-	ret = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY);
-	a.qp_state = IB_QPS_RTR;
-	ret = ret ?: ib_modify_qp(qp, &a, IB_QP_STATE);
-	a.qp_state = IB_QPS_RTS;
-	a.sq_psn = 1;
-	ret = ret ?: ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN);
+	ret = kverbs_ud_rts(qp, 1);
 	/* Every receive lands in the same buffer: only completions count. */
 	for (i = 0; !ret && i < DR_RECVS; i++) {
 		rw.wr_id = i;

@@ -232,6 +232,19 @@ static int check_cqs(struct ib_device *dev)
 	return 0;
 }
 
+/* Takes a new UD QP through INIT and RTR to RTS, with Q_Key 0x1111 and `psn`. */
+int kverbs_ud_rts(struct ib_qp *qp, u32 psn)
+{
+	struct ib_qp_attr a = { .qp_state = IB_QPS_INIT, .port_num = 1, .qkey = 0x1111 };
+	int r = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY);
+
+	a.qp_state = IB_QPS_RTR;
+	r = r ?: ib_modify_qp(qp, &a, IB_QP_STATE);
+	a.qp_state = IB_QPS_RTS;
+	a.sq_psn = psn;
+	return r ?: ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN);
+}
+
 /* A UD QP of `pd` on `cq`, taken to RTS with Q_Key 0x1111 (from an SRQ if given). */
 static struct ib_qp *ud_qp(struct ib_pd *pd, struct ib_cq *cq, struct ib_srq *srq)
 {
@@ -240,18 +253,12 @@ static struct ib_qp *ud_qp(struct ib_pd *pd, struct ib_cq *cq, struct ib_srq *sr
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.cap = { .max_send_wr = 16, .max_recv_wr = srq ? 0 : 16, .max_send_sge = 2, .max_recv_sge = srq ? 0 : 2 },
 	};
-	struct ib_qp_attr a = { .qp_state = IB_QPS_INIT, .port_num = 1, .qkey = 0x1111 };
 	struct ib_qp *qp = ib_create_qp(pd, &ia);
 	int r;
 
 	if (IS_ERR(qp))
 		return qp;
-	r = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY);
-	a.qp_state = IB_QPS_RTR;
-	r = r ?: ib_modify_qp(qp, &a, IB_QP_STATE);
-	a.qp_state = IB_QPS_RTS;
-	a.sq_psn = 5;
-	r = r ?: ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_SQ_PSN);
+	r = kverbs_ud_rts(qp, 5);
 	if (r) {
 		ib_destroy_qp(qp);
 		return ERR_PTR(r);
