@@ -255,3 +255,38 @@ no_kernel_report() {
 	printf '%s\n' "$hits" | head -n 20
 	return 1
 }
+
+# --- two guests (tools/guest --pair) -------------------------------------
+# Each guest has $RRXE_PAIR (a or b), the MAC of its NIC on the link
+# between them ($RRXE_PAIR_MAC) and a directory both see ($RRXE_PAIR_DIR).
+
+# The name of this guest's netdev on the link to the other guest.
+pair_netdev() {
+	local f
+	for f in /sys/class/net/*/address; do
+		if [ "$(cat "$f")" = "${RRXE_PAIR_MAC:?not in a guest pair}" ]; then
+			f=${f%/address}
+			echo "${f##*/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# The other guest's name.
+pair_peer() { [ "${RRXE_PAIR:?}" = a ] && echo b || echo a; }
+
+# pair_signal NAME [TEXT]: tells the other guest that NAME happened here
+# (with TEXT, which pair_wait prints there).
+pair_signal() {
+	printf '%s\n' "${2:-}" >"$RRXE_PAIR_DIR/$RRXE_PAIR.$1.tmp" &&
+		mv "$RRXE_PAIR_DIR/$RRXE_PAIR.$1.tmp" "$RRXE_PAIR_DIR/$RRXE_PAIR.$1"
+}
+
+# pair_wait NAME SECONDS: waits for the other guest's pair_signal NAME and
+# prints its TEXT; fails after SECONDS.
+pair_wait() {
+	local f
+	f=$RRXE_PAIR_DIR/$(pair_peer).$1
+	wait_for "$2" test -f "$f" && cat "$f"
+}
