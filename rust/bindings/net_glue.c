@@ -67,7 +67,15 @@ struct rrxe_rxq {
 static void (*rrxe_rx_handler)(struct ib_device *ibdev, struct sk_buff *skb);
 static struct rrxe_rxq *(*rrxe_rxq_of)(struct ib_device *ibdev);
 static atomic64_t rrxe_rx_dropped = ATOMIC64_INIT(0);
-/* Runs the receive work and the QPs' send tasks; drained at module exit. */
+/*
+ * Runs the receive work and the QPs' send tasks; drained at module exit.
+ * WQ_MEM_RECLAIM: storage ULPs (nvme-rdma, nvmet-rdma, NFS over RDMA) are
+ * in the memory reclaim path and destroy QPs from their own WQ_MEM_RECLAIM
+ * workqueues (nvme-reset-wq, say), and destroy_qp flushes this one; a
+ * reclaim workqueue may flush only another reclaim workqueue (the kernel
+ * WARNs in check_flush_dependency otherwise), and the rescuer keeps the
+ * QPs' traffic moving when no worker can be created.
+ */
 static struct workqueue_struct *rrxe_wq;
 
 struct workqueue_struct *rrxe_workqueue(void) { return rrxe_wq; }
@@ -267,7 +275,7 @@ int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb),
 
 	rrxe_rx_handler = handler;
 	rrxe_rxq_of = rxq_of;
-	rrxe_wq = alloc_workqueue("rrxe", WQ_UNBOUND, 0);
+	rrxe_wq = alloc_workqueue("rrxe", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!rrxe_wq)
 		return -ENOMEM;
 	err = register_pernet_subsys(&rrxe_net_ops);

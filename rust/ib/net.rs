@@ -32,8 +32,9 @@ pub fn fini() {
     unsafe { bindings::rrxe_net_fini() };
 }
 
-/// The module's workqueue (unbound), for the driver's deferred work. Valid
-/// from [`init`] to [`fini`], which drains it.
+/// The module's workqueue (unbound, `WQ_MEM_RECLAIM`: kernel ULPs flush it
+/// through `destroy_qp` from their reclaim workqueues), for the driver's
+/// deferred work. Valid from [`init`] to [`fini`], which drains it.
 pub fn queue() -> &'static kernel::workqueue::Queue {
     // SAFETY: Allocated by `init` (module init fails otherwise) and
     // destroyed by `fini` at module exit, after every user is gone.
