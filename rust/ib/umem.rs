@@ -286,6 +286,8 @@ impl OdpUmem {
                 bindings::unpin_user_pages_dirty_lock(pages.as_mut_ptr(), got as c_ulong, write)
             };
             r?;
+            // A prefetch may cover gigabytes.
+            super::cond_resched();
         }
         Ok(())
     }
