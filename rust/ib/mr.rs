@@ -67,6 +67,12 @@ pub trait MrOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// `ibv_advise_mr`: `advice` for the memory the SGEs name (lkeys of
+    /// MRs of `pd`); with `flush`, done before returning, else best effort.
+    fn advise_mr(_pd: &Pd<T>, _advice: Advice, _flush: bool, _sges: AdviseSges<'_>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// Asked before an MR is deregistered; an error keeps the MR (rxe
     /// refuses while memory windows are bound). The MR's data is dropped
     /// after `Ok`.
@@ -194,6 +200,43 @@ impl ReregFlags {
             pd: flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_PD != 0,
             access: flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0,
         }
+    }
+}
+
+/// What `ibv_advise_mr` advises (`IB_UVERBS_ADVISE_MR_ADVICE_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    /// `PREFETCH`: fault the pages in for reading.
+    Prefetch,
+    /// `PREFETCH_WRITE`: fault the pages in for writing.
+    PrefetchWrite,
+    /// `PREFETCH_NO_FAULT`: map what is present, fault nothing in.
+    PrefetchNoFault,
+}
+
+/// One SGE of an `ibv_advise_mr` call.
+#[derive(Clone, Copy, Debug)]
+pub struct AdviseSge {
+    /// Start address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// The lkey of the MR it lies in.
+    pub lkey: u32,
+}
+
+/// The SGEs of an `ibv_advise_mr` call (the core's copy, for the call).
+#[derive(Clone, Copy)]
+pub struct AdviseSges<'a>(&'a [bindings::ib_sge]);
+
+impl AdviseSges<'_> {
+    /// The SGEs, in order.
+    pub fn iter(&self) -> impl Iterator<Item = AdviseSge> + '_ {
+        self.0.iter().map(|s| AdviseSge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        })
     }
 }
 
@@ -404,6 +447,48 @@ unsafe extern "C" fn set_page_callback<T: Driver>(ibmr: *mut bindings::ib_mr, ad
     from_result(|| {
         // SAFETY: Called from `map_mr_sg_callback` with its MR.
         T::Mr::map_mr_sg_page(unsafe { Mr::<T>::from_raw(ibmr) }, addr)?;
+        Ok(0)
+    })
+}
+
+/// The `advise_mr` op.
+///
+/// # Safety
+///
+/// The arguments of the core's `advise_mr` call: a live PD of `T` and
+/// `num_sge` SGEs at `sg_list`, for the call.
+pub(super) unsafe extern "C" fn advise_mr_callback<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    advice: bindings::ib_uverbs_advise_mr_advice,
+    flags: u32,
+    sg_list: *mut bindings::ib_sge,
+    num_sge: u32,
+    _attrs: *mut bindings::uverbs_attr_bundle,
+) -> c_int {
+    from_result(|| {
+        let advice = match advice {
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
+                Advice::Prefetch
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
+                Advice::PrefetchWrite
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
+                Advice::PrefetchNoFault
+            }
+            _ => return Err(EOPNOTSUPP),
+        };
+        let sges = if num_sge == 0 || sg_list.is_null() {
+            &[]
+        } else {
+            // SAFETY: The core passes `num_sge` SGEs it copied in, alive
+            // for the call.
+            unsafe { core::slice::from_raw_parts(sg_list.cast_const(), num_sge as usize) }
+        };
+        // SAFETY: The core passes a live PD of this device.
+        let pd = unsafe { Pd::<T>::from_raw(pd) };
+        let flush = flags & bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+        T::Mr::advise_mr(pd, advice, flush, AdviseSges(sges))?;
         Ok(0)
     })
 }

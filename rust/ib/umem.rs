@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Pinned user memory (`struct ib_umem`) and the pages behind it.
+//! Pinned user memory (`struct ib_umem`) and the pages behind it, and user
+//! memory reached on demand (ODP), pinned only for the time of an access.
 
 use super::{
     bindings,
     device::{Device, Driver},
 };
 use core::ptr::NonNull;
-use kernel::prelude::*;
+use kernel::{
+    mm::{Mm, MmWithUser},
+    prelude::*,
+    sync::aref::ARef,
+};
 
 /// A page of memory that something else keeps alive (a [`Umem`] or the
 /// kernel's own allocation), addressed for copies.
@@ -139,5 +144,151 @@ impl Drop for Umem {
     fn drop(&mut self) {
         // SAFETY: Released once (the invariant); the pages go back unpinned.
         unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+    }
+}
+
+/// User memory of a process that is not pinned (on-demand paging): every
+/// access resolves the addresses to the process's pages at that moment,
+/// faulting them in, pins just those pages for the copy, and unpins them.
+/// Pages the process dropped (`madvise(MADV_DONTNEED)`) or replaced
+/// (`mmap` over them) are seen as the process sees them. Accesses sleep:
+/// they run in process context only.
+///
+/// # Invariants
+///
+/// `mm` is the address space of the process that registered the memory;
+/// `addr + len` does not overflow.
+pub struct OdpUmem {
+    mm: ARef<Mm>,
+    addr: u64,
+    len: u64,
+}
+
+/// How many pages one access pins at a time (an array on the stack).
+const ODP_BATCH: usize = 16;
+
+impl OdpUmem {
+    /// `len` bytes at `addr` in the calling process's address space. The
+    /// range need not be mapped yet. `EINVAL` for a kernel caller (no
+    /// address space) or a range that wraps.
+    pub fn current(addr: u64, len: u64) -> Result<Self> {
+        if addr.checked_add(len).is_none() || usize::try_from(addr.wrapping_add(len)).is_err() {
+            return Err(EINVAL);
+        }
+        let task = kernel::current!();
+        let mm: &Mm = task.mm().ok_or(EINVAL)?;
+        // INVARIANT: The caller's own address space; the range was checked.
+        Ok(Self {
+            mm: ARef::from(mm),
+            addr,
+            len,
+        })
+    }
+
+    /// The first user address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Copies `src` into the memory `off` bytes in, faulting pages in for
+    /// writing. `EFAULT` if the range is outside, not mapped writable, or
+    /// the process's address space is gone.
+    pub fn write(&self, off: u64, src: &[u8]) -> Result {
+        self.each_page(off, src.len(), true, |page, at, pos| {
+            // SAFETY: `each_page` holds a pin on `page` during the call.
+            unsafe { page.write(at, &src[pos]) }
+        })
+    }
+
+    /// Copies from the memory `off` bytes in into `dst` (see [`Self::write`]).
+    pub fn read(&self, off: u64, dst: &mut [u8]) -> Result {
+        self.each_page(off, dst.len(), false, |page, at, pos| {
+            // SAFETY: `each_page` holds a pin on `page` during the call.
+            unsafe { page.read(at, &mut dst[pos]) }
+        })
+    }
+
+    /// Faults in the `len` bytes at `off` (for writing if `write`), as a
+    /// prefetch: nothing stays pinned.
+    pub fn fault(&self, off: u64, len: u64, write: bool) -> Result {
+        let len = usize::try_from(len).map_err(|_| EFAULT)?;
+        self.each_page(off, len, write, |_, _, _| Ok(()))
+    }
+
+    /// Calls `f(page, offset in page, range in the buffer)` for each piece
+    /// of the `len` bytes at `off`, in order, with the page pinned for the
+    /// call. The address space's lock is held only while pages are looked
+    /// up and pinned, never during `f`.
+    fn each_page(
+        &self,
+        off: u64,
+        len: usize,
+        write: bool,
+        mut f: impl FnMut(PageRef, usize, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let end = off.checked_add(len as u64).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        // The process may have exited: its pages are gone with it.
+        let mm = MmWithUser::into_mmput_async(self.mm.mmget_not_zero().ok_or(EFAULT)?);
+        let flags = if write { bindings::FOLL_WRITE } else { 0 };
+        let psize = PAGE_SIZE as u64;
+        let mut done = 0usize;
+        while done < len {
+            // By the invariant, `self.addr + end` does not overflow.
+            let at = self.addr + off + done as u64;
+            let first = at & !(psize - 1);
+            let mut in_page = (at - first) as usize;
+            let want = (in_page + (len - done)).div_ceil(PAGE_SIZE).min(ODP_BATCH);
+            let mut pages = [core::ptr::null_mut::<bindings::page>(); ODP_BATCH];
+            let got = {
+                let _lock = mm.mmap_read_lock();
+                // SAFETY: `mm` has users (`mmget_not_zero`) and its mmap
+                // lock is held, as `pin_user_pages_remote` needs without a
+                // `locked` argument; `pages` has room for `want` pointers.
+                unsafe {
+                    bindings::pin_user_pages_remote(
+                        mm.as_raw(),
+                        first as c_ulong,
+                        want as c_ulong,
+                        flags as c_uint,
+                        pages.as_mut_ptr(),
+                        core::ptr::null_mut(),
+                    )
+                }
+            };
+            if got <= 0 {
+                return Err(EFAULT);
+            }
+            let got = (got as usize).min(want);
+            let mut r = Ok(());
+            for p in &pages[..got] {
+                let Some(page) = NonNull::new(*p) else {
+                    r = Err(EFAULT);
+                    break;
+                };
+                let k = (PAGE_SIZE - in_page).min(len - done);
+                // INVARIANT: Pinned until the unpin below.
+                r = f(PageRef(page), in_page, done..done + k);
+                if r.is_err() {
+                    break;
+                }
+                done += k;
+                in_page = 0;
+            }
+            // SAFETY: The first `got` entries were pinned by the call above
+            // and are released once; written pages are marked dirty.
+            unsafe {
+                bindings::unpin_user_pages_dirty_lock(pages.as_mut_ptr(), got as c_ulong, write)
+            };
+            r?;
+            // A prefetch may cover gigabytes.
+            super::cond_resched();
+        }
+        Ok(())
     }
 }

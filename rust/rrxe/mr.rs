@@ -4,10 +4,10 @@
 //! resolution of keys (an rkey may name a memory window, see `mw`).
 
 use crate::ib::{
-    mr::{FastRegType, Mr, MrOps, ReregFlags, UserMrRequest},
+    mr::{Advice, AdviseSges, FastRegType, Mr, MrOps, ReregFlags, UserMrRequest},
     object::Pd,
     udata::Udata,
-    umem::{PageRef, Umem},
+    umem::{OdpUmem, PageRef, Umem},
 };
 use crate::logic::{
     access::{self, AccessError},
@@ -36,6 +36,9 @@ pub enum MrMem {
         /// Offset of the first byte in the first page.
         first_offset: usize,
     },
+    /// User memory on demand (`IB_ACCESS_ON_DEMAND`): nothing pinned, each
+    /// access reaches the process's pages of the moment.
+    Odp(OdpUmem),
     /// All of kernel memory (`get_dma_mr`), for kernel users.
     Dma,
     /// A fast-registration MR's pages (`alloc_mr`, `ib_map_mr_sg`).
@@ -192,6 +195,33 @@ pub(crate) fn access_err(e: AccessError) -> Error {
     }
 }
 
+/// What backs a user MR of `length` bytes at `start` with `access`: the
+/// pinned pages, or for `ON_DEMAND` the range of the caller's address
+/// space, reached at access time. Implicit ODP (the whole address space)
+/// is not supported, as in rxe.
+fn user_mem(pd: &Pd<Rrxe>, start: u64, length: u64, access: u32) -> Result<Arc<MrMem>> {
+    if access & access::ON_DEMAND != 0 {
+        if start == 0 && length == u64::MAX {
+            return Err(EOPNOTSUPP);
+        }
+        return Ok(Arc::new(
+            MrMem::Odp(OdpUmem::current(start, length)?),
+            GFP_KERNEL,
+        )?);
+    }
+    let umem = Umem::get(pd.device(), start, length, access)?;
+    let pages = umem.pages()?;
+    let first_offset = umem.first_page_offset();
+    Ok(Arc::new(
+        MrMem::User {
+            _umem: umem,
+            pages,
+            first_offset,
+        },
+        GFP_KERNEL,
+    )?)
+}
+
 pub(crate) fn random_key8() -> u8 {
     let mut b = [0u8; 1];
     crate::ib::random_bytes(&mut b);
@@ -200,7 +230,8 @@ pub(crate) fn random_key8() -> u8 {
 
 #[vtable]
 impl MrOps<Rrxe> for Arc<RrxeMr> {
-    /// `reg_user_mr`: pins the pages and enters the MR in the table.
+    /// `reg_user_mr`: pins the pages (unless on demand) and enters the MR
+    /// in the table.
     fn reg_user_mr(
         pd: &Pd<Rrxe>,
         req: UserMrRequest,
@@ -216,19 +247,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
             req.iova
         };
         let range = Range::new(iova, req.length).ok_or(EINVAL)?;
-        let dev = pd.device();
-        // ib_umem_get refuses ON_DEMAND: an ODP MR is pinned like any other.
-        let umem = Umem::get(dev, req.start, req.length, req.access & !access::ON_DEMAND)?;
-        let pages = umem.pages()?;
-        let first_offset = umem.first_page_offset();
-        let mem = Arc::new(
-            MrMem::User {
-                _umem: umem,
-                pages,
-                first_offset,
-            },
-            GFP_KERNEL,
-        )?;
+        let mem = user_mem(pd, req.start, req.length, req.access)?;
         insert_mr(pd, req.access, range, mem)
     }
 
@@ -311,6 +330,53 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
         }
     }
 
+    /// `ibv_advise_mr`: every SGE must name, by lkey, a locally writable MR
+    /// of `pd` (`EINVAL`, as rxe) on demand (`ENOENT` otherwise, as mlx5)
+    /// and lie inside it (`EFAULT`); all are checked before anything is
+    /// done. Prefetching faults the pages in and pins nothing; with
+    /// `flush` a fault's failure is returned, without it (asynchronous,
+    /// best effort in rxe) it is not. `PREFETCH_NO_FAULT` has nothing to
+    /// do: no page is kept mapped between accesses.
+    fn advise_mr(pd: &Pd<Rrxe>, advice: Advice, flush: bool, sges: AdviseSges<'_>) -> Result {
+        let dev = pd.device().data();
+        let id = pd_id(pd);
+        let find = |lkey: u32, addr: u64, len: u64| -> Result<Arc<RrxeMr>> {
+            let mr = lookup_mr(dev, lkey, id, access::LOCAL_WRITE, addr, len).map_err(|e| {
+                if e == EFAULT {
+                    EFAULT
+                } else {
+                    EINVAL
+                }
+            })?;
+            match &*mr.mem {
+                MrMem::Odp(_) => Ok(mr),
+                _ => Err(ENOENT),
+            }
+        };
+        for s in sges.iter() {
+            find(s.lkey, s.addr, s.length.into())?;
+        }
+        let write = match advice {
+            Advice::Prefetch => false,
+            Advice::PrefetchWrite => true,
+            Advice::PrefetchNoFault => return Ok(()),
+        };
+        for s in sges.iter() {
+            // Deregistered meanwhile: nothing to prefetch.
+            let Ok(mr) = find(s.lkey, s.addr, s.length.into()) else {
+                continue;
+            };
+            if let MrMem::Odp(u) = &*mr.mem {
+                let off = mr.range.offset_of(s.addr, s.length.into()).ok_or(EFAULT)?;
+                let r = u.fault(off, s.length.into(), write);
+                if flush {
+                    r?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `dereg_mr`: refused while windows are bound (as rxe does), else retired
     /// (a bind under way fails) and removed from the table; the memory is
     /// unpinned when the last reference goes.
@@ -353,29 +419,14 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
                 req.iova
             };
             let range = Range::new(iova, req.length).ok_or(EINVAL)?;
-            let umem = Umem::get(
-                new_pd.device(),
-                req.start,
-                req.length,
-                access & !access::ON_DEMAND,
-            )?;
-            let pages = umem.pages()?;
-            let first_offset = umem.first_page_offset();
-            (
-                range,
-                Arc::new(
-                    MrMem::User {
-                        _umem: umem,
-                        pages,
-                        first_offset,
-                    },
-                    GFP_KERNEL,
-                )?,
-            )
+            (range, user_mem(new_pd, req.start, req.length, access)?)
         } else {
-            if (access ^ old.access)
-                & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
-                != 0
+            // The memory stays what it was (pinned, or on demand) whatever
+            // ON_DEMAND says now; pages pinned read-only cannot be written.
+            if matches!(&*old.mem, MrMem::User { .. })
+                && (access ^ old.access)
+                    & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                    != 0
                 && access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
                     != 0
                 && old.access & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
@@ -478,6 +529,7 @@ impl RrxeMr {
                 }
                 Ok(())
             }
+            MrMem::Odp(u) => u.write(off, src),
             MrMem::Dm { mem, offset } => {
                 let p = mem.ptr(offset.checked_add(off).ok_or(EFAULT)?, src.len())?;
                 // SAFETY: `p` has `src.len()` bytes of the DM buffer, which
@@ -510,6 +562,8 @@ impl RrxeMr {
             MrMem::User { first_offset, .. } => {
                 Ok((*first_offset as u64).checked_add(off).ok_or(EFAULT)? & mask)
             }
+            // The user address's low bits.
+            MrMem::Odp(u) => Ok(u.addr().checked_add(off).ok_or(EFAULT)? & mask),
             MrMem::Dm { mem, offset } => {
                 let p = mem.ptr(offset.checked_add(off).ok_or(EFAULT)?, 1)?;
                 Ok(p as usize as u64 & mask)
@@ -542,6 +596,7 @@ impl RrxeMr {
                 }
                 Ok(())
             }
+            MrMem::Odp(u) => u.read(off, dst),
             MrMem::Dm { mem, offset } => {
                 let p = mem.ptr(offset.checked_add(off).ok_or(EFAULT)?, len)?;
                 // SAFETY: As in `write`, in the other direction.

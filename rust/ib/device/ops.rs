@@ -76,6 +76,9 @@ pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
     if <T::Mr as MrOps<T>>::HAS_REREG_USER_MR {
         o.rereg_user_mr = Some(mr::rereg_user_mr_callback::<T>);
     }
+    if <T::Mr as MrOps<T>>::HAS_ADVISE_MR {
+        o.advise_mr = Some(mr::advise_mr_callback::<T>);
+    }
     if <T::Mr as MrOps<T>>::HAS_GET_DMA_MR {
         o.get_dma_mr = Some(mr::get_dma_mr_callback::<T>);
     }

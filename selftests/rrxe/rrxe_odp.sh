@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# On-demand paging: IBV_ACCESS_ON_DEMAND MRs over anonymous mappings whose
+# pages are dropped (madvise MADV_DONTNEED) between messages, as rdma-core's
+# test_odp does. An RC peer's RDMA WRITE, READ, SEND and atomics, and the
+# requester's own gathers and scatters, reach the process's current pages,
+# byte for byte; ibv_advise_mr prefetches (each advice, with and without
+# FLUSH) return 0 and a bad lkey fails EINVAL; an ODP MR whose process's
+# address space is gone fails remote access, and the kernel log stays
+# clean. Runs rrxe_odp_test.c against the project's rdma-core 59 userspace
+# (tools/rdma-user-env): rdma-core 44's librxe does not pass
+# ibv_advise_mr to the kernel.
+#
+# The rdma-core 59 build comes from tools/setup-host (tools/build-rdma-core);
+# without it this test fails.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+dir=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$dir/../.." && pwd)
+dev=rrxod0
+
+ktap_print_header
+ktap_set_plan 8
+
+# shellcheck source=tools/rdma-user-env
+. "$root/tools/rdma-user-env" ||
+	ktap_exit_fail_msg "no rdma-core 59 build (tools/setup-host builds it with tools/build-rdma-core)"
+
+cleanup_net
+load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+mk_dummy rrxtd0 && ip addr add 10.79.0.1/24 dev rrxtd0 && link_add $dev rrxtd0 ||
+	ktap_exit_fail_msg "setup failed"
+wait_gid $dev "ffff:10.79.0.1" || ktap_exit_fail_msg "no IPv4 GID on $dev"
+work=$(mktemp -d)
+bin=$work/rrxe_odp_test
+cc -Wall -O2 -I"$RRXE_RDMA_CORE/include" -o "$bin" "$dir/rrxe_odp_test.c" \
+	-L"$RRXE_RDMA_CORE/lib" -libverbs || ktap_exit_fail_msg "cannot build rrxe_odp_test"
+mark=$(kmsg_mark)
+
+t() { "$bin" $dev "$@"; }
+check "RDMA WRITE from and into ODP MRs after MADV_DONTNEED: the process sees the data" t write
+check "RDMA READ of ODP memory refilled after MADV_DONTNEED, into a dropped ODP MR" t read
+check "SEND gathered from and scattered into ODP MRs after MADV_DONTNEED" t send
+check "FETCH_AND_ADD and CMP_AND_SWP on dropped ODP words, results into a dropped ODP MR" t atomic
+check "ibv_advise_mr: each advice, with and without FLUSH, returns 0; a bad lkey fails EINVAL" t advise
+check "an ODP MR of an exited process: an RDMA WRITE into it fails with a remote access error" t gone
+check "no kernel report (WARN, BUG, KASAN, lockdep, hung task)" no_kernel_report "$mark"
+check "the device deletes cleanly" bash -c "rdma link delete $dev && ! test -e /sys/class/infiniband/$dev"
+
+rm -rf "$work"
+cleanup_net
+ktap_finished

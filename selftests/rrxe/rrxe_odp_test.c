@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rrxe_odp_test DEV MODE: on-demand paging (IBV_ACCESS_ON_DEMAND MRs)
+ * between two RC QPs of one device, connected in loopback through the
+ * device's IPv4-mapped GID. Every buffer is an anonymous mapping whose
+ * pages are dropped with madvise(MADV_DONTNEED) between messages, as
+ * rdma-core's test_odp does: an ODP MR must reach the process's current
+ * pages, not the ones it had at registration. Data is compared byte for
+ * byte. Needs rdma-core 59's libibverbs (ibv_advise_mr reaches the kernel
+ * through librxe from rdma-core 57 on). Prints what went wrong and exits
+ * non-zero on failure, 0 on success.
+ *
+ *   write    RDMA WRITE (from a DONTNEED'd, refilled ODP source) into a
+ *            DONTNEED'd ODP target, 8 rounds of 3 pages at an odd offset
+ *   read     RDMA READ from a DONTNEED'd, refilled ODP source into a
+ *            DONTNEED'd ODP target
+ *   send     SEND gathered from an ODP MR into a receive on an ODP MR,
+ *            both DONTNEED'd
+ *   atomic   FETCH_AND_ADD and CMP_AND_SWP on a DONTNEED'd, reset ODP
+ *            word, the original value returned into a DONTNEED'd ODP MR
+ *   advise   ibv_advise_mr PREFETCH, PREFETCH_WRITE and PREFETCH_NO_FAULT,
+ *            with and without IBV_ADVISE_MR_FLAG_FLUSH, return 0 (and a
+ *            WRITE after them lands); a bad lkey fails EINVAL
+ *   gone     an ODP MR registered by a child process (through the shared
+ *            context) whose address space is gone when an RDMA WRITE
+ *            reaches it: the WRITE fails with a remote access error
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rrxe_test.h"
+
+#define LEN (3 * 4096 + 1000)	/* crosses pages; the MR starts at OFF */
+#define OFF 100
+#define MAP (4 * 4096 + 4096)
+#define ROUNDS 8
+#define WAIT_MS 10000
+
+#define ODP (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_qp *qa, *qb;	/* qa posts, qb answers */
+static union ibv_gid gid;
+static int gid_index;
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* The next completion must be `id` with status `st`. */
+static int expect(const char *what, uint64_t id, enum ibv_wc_status st)
+{
+	long end = now_ms() + WAIT_MS;
+	struct ibv_wc wc;
+	int n;
+
+	while (!(n = ibv_poll_cq(cq, 1, &wc))) {
+		if (now_ms() > end)
+			FAIL("%s: no completion within %d ms", what, WAIT_MS);
+		usleep(100);
+	}
+	if (n < 0)
+		FAIL("%s: ibv_poll_cq failed", what);
+	if (wc.wr_id != id || wc.status != st)
+		FAIL("%s: completion wr_id %llu status %s; expected wr_id %llu status %s", what,
+		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+		     (unsigned long long)id, ibv_wc_status_str(st));
+	return 0;
+}
+
+static int connect_qp(struct ibv_qp *q, uint32_t peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
+	int ret;
+
+	ret = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (ret)
+		FAIL("QP to INIT: %s", strerror(ret));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	ret = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (ret)
+		FAIL("QP to RTR: %s", strerror(ret));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	ret = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (ret)
+		FAIL("QP to RTS: %s", strerror(ret));
+	return 0;
+}
+
+static int setup(const char *dev)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 16, .max_recv_wr = 16,
+						.max_send_sge = 2, .max_recv_sge = 2 } };
+	struct ibv_device_attr_ex dx;
+
+	ctx = rrxe_open(dev);
+	if (!ctx)
+		FAIL("cannot open %s", dev);
+	if (ibv_query_device_ex(ctx, NULL, &dx))
+		FAIL("ibv_query_device_ex failed");
+	if (!(dx.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
+	    !(dx.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_WRITE))
+		FAIL("the device reports no RC ODP");
+	gid_index = rrxe_ipv4_gid(ctx, &gid);
+	if (gid_index < 0)
+		FAIL("no IPv4 GID");
+	pd = ibv_alloc_pd(ctx);
+	cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	if (!cq)
+		FAIL("PD or CQ creation failed");
+	ia.send_cq = ia.recv_cq = cq;
+	qa = ibv_create_qp(pd, &ia);
+	qb = ibv_create_qp(pd, &ia);
+	if (!qa || !qb)
+		FAIL("QP creation failed");
+	if (connect_qp(qa, qb->qp_num) || connect_qp(qb, qa->qp_num))
+		return 1;
+	return 0;
+}
+
+/* A fresh anonymous mapping and an ODP MR over LEN bytes at OFF in it. */
+static struct ibv_mr *odp_buf(uint8_t **p)
+{
+	uint8_t *m = mmap(NULL, MAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return NULL;
+	*p = m + OFF;
+	return ibv_reg_mr(pd, *p, LEN, ODP);
+}
+
+/* Drops the pages under an ODP buffer: the next touch maps new ones. */
+static int drop(uint8_t *p)
+{
+	uint8_t *m = p - OFF;
+
+	if (madvise(m, MAP, MADV_DONTNEED))
+		FAIL("madvise: %s", strerror(errno));
+	return 0;
+}
+
+static void pattern(uint8_t *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 31 + seed * 97 + (i >> 8) + 1);
+}
+
+static int same(const char *what, const uint8_t *got, const uint8_t *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (got[i] != want[i])
+			FAIL("%s: byte %zu is 0x%02x, expected 0x%02x", what, i, got[i], want[i]);
+	return 0;
+}
+
+static int post_rdma(enum ibv_wr_opcode op, struct ibv_mr *l, void *laddr, uint32_t len,
+		     struct ibv_mr *r, void *raddr, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = l->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)raddr;
+	wr.wr.rdma.rkey = r->rkey;
+	return ibv_post_send(qa, &wr, &bad);
+}
+
+static int t_write(void)
+{
+	uint8_t *src, *dst, want[LEN];
+	struct ibv_mr *smr = odp_buf(&src), *dmr = odp_buf(&dst);
+
+	if (!smr || !dmr)
+		FAIL("ODP registration failed: %s", strerror(errno));
+	for (unsigned int i = 0; i < ROUNDS; i++) {
+		memset(dst, 0xee, LEN);
+		if (drop(dst) || drop(src))
+			return 1;
+		pattern(src, LEN, i);
+		memcpy(want, src, LEN);
+		if (post_rdma(IBV_WR_RDMA_WRITE, smr, src, LEN, dmr, dst, i))
+			FAIL("post WRITE failed");
+		if (expect("WRITE", i, IBV_WC_SUCCESS) || same("WRITE target", dst, want, LEN))
+			return 1;
+	}
+	return 0;
+}
+
+static int t_read(void)
+{
+	uint8_t *src, *dst, want[LEN];
+	struct ibv_mr *smr = odp_buf(&src), *dmr = odp_buf(&dst);
+
+	if (!smr || !dmr)
+		FAIL("ODP registration failed: %s", strerror(errno));
+	for (unsigned int i = 0; i < ROUNDS; i++) {
+		memset(dst, 0xee, LEN);
+		memset(src, 0x55, LEN);
+		if (drop(dst) || drop(src))
+			return 1;
+		pattern(src, LEN, i + 100);
+		memcpy(want, src, LEN);
+		if (post_rdma(IBV_WR_RDMA_READ, dmr, dst, LEN, smr, src, i))
+			FAIL("post READ failed");
+		if (expect("READ", i, IBV_WC_SUCCESS) || same("READ target", dst, want, LEN))
+			return 1;
+	}
+	return 0;
+}
+
+static int t_send(void)
+{
+	uint8_t *src, *dst, want[LEN];
+	struct ibv_mr *smr = odp_buf(&src), *dmr = odp_buf(&dst);
+
+	if (!smr || !dmr)
+		FAIL("ODP registration failed: %s", strerror(errno));
+	for (unsigned int i = 0; i < ROUNDS; i++) {
+		struct ibv_sge rs = { .addr = (uintptr_t)dst, .length = LEN, .lkey = dmr->lkey };
+		struct ibv_sge ss = { .addr = (uintptr_t)src, .length = LEN, .lkey = smr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 1000 + i, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr swr = { .wr_id = i, .sg_list = &ss, .num_sge = 1,
+					   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+
+		memset(dst, 0xee, LEN);
+		if (drop(dst) || drop(src))
+			return 1;
+		pattern(src, LEN, i + 200);
+		memcpy(want, src, LEN);
+		if (ibv_post_recv(qb, &rwr, &rbad) || ibv_post_send(qa, &swr, &sbad))
+			FAIL("post failed");
+		/* Both complete on the one CQ, in either order. */
+		for (int k = 0; k < 2; k++) {
+			struct ibv_wc wc;
+			long end = now_ms() + WAIT_MS;
+			int n;
+
+			while (!(n = ibv_poll_cq(cq, 1, &wc)) && now_ms() < end)
+				usleep(100);
+			if (n <= 0 || wc.status != IBV_WC_SUCCESS ||
+			    (wc.wr_id != i && wc.wr_id != 1000 + i))
+				FAIL("SEND round %u: %s completion (%d)", i,
+				     n > 0 ? ibv_wc_status_str(wc.status) : "no", n);
+		}
+		if (same("SEND target", dst, want, LEN))
+			return 1;
+	}
+	return 0;
+}
+
+static int post_atomic(enum ibv_wr_opcode op, struct ibv_mr *l, void *laddr, struct ibv_mr *r,
+		       void *raddr, uint64_t cmp_add, uint64_t swap, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = 8, .lkey = l->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.atomic.remote_addr = (uintptr_t)raddr;
+	wr.wr.atomic.rkey = r->rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	return ibv_post_send(qa, &wr, &bad);
+}
+
+static int t_atomic(void)
+{
+	uint8_t *res, *tgt;
+	struct ibv_mr *rmr = odp_buf(&res), *tmr = odp_buf(&tgt);
+	uint64_t *word, *orig;
+
+	if (!rmr || !tmr)
+		FAIL("ODP registration failed: %s", strerror(errno));
+	word = (uint64_t *)(tgt + 4096 - OFF);	/* 8-aligned, in the second page */
+	orig = (uint64_t *)(res + 4096 - OFF + 8);
+	for (unsigned int i = 0; i < ROUNDS; i++) {
+		uint64_t v = 1000 * (i + 1);
+
+		*word = 7;
+		*orig = 1;
+		if (drop(tgt) || drop(res))
+			return 1;
+		*word = v;
+		if (post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, rmr, orig, tmr, word, 5, 0, i))
+			FAIL("post FETCH_AND_ADD failed");
+		if (expect("FETCH_AND_ADD", i, IBV_WC_SUCCESS))
+			return 1;
+		if (*orig != v || *word != v + 5)
+			FAIL("FETCH_AND_ADD round %u: original %llu, word %llu; expected %llu, %llu", i,
+			     (unsigned long long)*orig, (unsigned long long)*word,
+			     (unsigned long long)v, (unsigned long long)v + 5);
+		if (drop(res))
+			return 1;
+		if (post_atomic(IBV_WR_ATOMIC_CMP_AND_SWP, rmr, orig, tmr, word, v + 5, 42, 100 + i))
+			FAIL("post CMP_AND_SWP failed");
+		if (expect("CMP_AND_SWP", 100 + i, IBV_WC_SUCCESS))
+			return 1;
+		if (*orig != v + 5 || *word != 42)
+			FAIL("CMP_AND_SWP round %u: original %llu, word %llu; expected %llu, 42", i,
+			     (unsigned long long)*orig, (unsigned long long)*word,
+			     (unsigned long long)v + 5);
+	}
+	return 0;
+}
+
+static int t_advise(void)
+{
+	static const struct {
+		enum ibv_advise_mr_advice advice;
+		const char *name;
+	} adv[] = {
+		{ IBV_ADVISE_MR_ADVICE_PREFETCH, "PREFETCH" },
+		{ IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, "PREFETCH_WRITE" },
+		{ IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, "PREFETCH_NO_FAULT" },
+	};
+	uint8_t *src, *dst, want[LEN];
+	struct ibv_mr *smr = odp_buf(&src), *dmr = odp_buf(&dst);
+	unsigned int round = 0;
+	int ret;
+
+	if (!smr || !dmr)
+		FAIL("ODP registration failed: %s", strerror(errno));
+	for (unsigned int a = 0; a < sizeof(adv) / sizeof(adv[0]); a++) {
+		for (uint32_t flags = 0; flags <= IBV_ADVISE_MR_FLAG_FLUSH; flags++, round++) {
+			struct ibv_sge sg[2] = {
+				{ .addr = (uintptr_t)dst, .length = LEN, .lkey = dmr->lkey },
+				{ .addr = (uintptr_t)src + 10, .length = 20, .lkey = smr->lkey },
+			};
+
+			if (drop(dst))
+				return 1;
+			ret = ibv_advise_mr(pd, adv[a].advice, flags, sg, 2);
+			if (ret)
+				FAIL("ibv_advise_mr %s flags %u: %s", adv[a].name, flags, strerror(ret));
+			pattern(src, LEN, round + 300);
+			memcpy(want, src, LEN);
+			if (post_rdma(IBV_WR_RDMA_WRITE, smr, src, LEN, dmr, dst, round))
+				FAIL("post WRITE failed");
+			if (expect("WRITE after advise", round, IBV_WC_SUCCESS) ||
+			    same("WRITE after advise", dst, want, LEN))
+				return 1;
+		}
+	}
+	{
+		struct ibv_sge bad = { .addr = (uintptr_t)dst, .length = 8, .lkey = dmr->lkey ^ 0x100 };
+
+		ret = ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH,
+				    &bad, 1);
+		if (ret != EINVAL)
+			FAIL("ibv_advise_mr with a bad lkey: %s, expected EINVAL", strerror(ret));
+	}
+	return 0;
+}
+
+static int t_gone(void)
+{
+	uint8_t *src, *dst;
+	struct ibv_mr *smr = odp_buf(&src);
+	int fds[2], status;
+	uint32_t rkey;
+	pid_t pid;
+
+	if (!smr || pipe(fds))
+		FAIL("setup failed");
+	dst = mmap(NULL, MAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (dst == MAP_FAILED)
+		FAIL("mmap failed");
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork failed");
+	if (!pid) {
+		/* The child's mm owns this MR; the shared context keeps it. */
+		struct ibv_mr *m = ibv_reg_mr(pd, dst, LEN, ODP);
+
+		rkey = m ? m->rkey : 0;
+		if (write(fds[1], &rkey, sizeof(rkey)) != sizeof(rkey))
+			_exit(2);
+		_exit(m ? 0 : 1);
+	}
+	if (rrxe_readall(fds[0], &rkey, sizeof(rkey)) || waitpid(pid, &status, 0) != pid)
+		FAIL("child failed");
+	if (!rkey)
+		FAIL("the child's ODP registration failed");
+	{
+		struct ibv_mr r = { .rkey = rkey };
+
+		pattern(src, LEN, 7);
+		if (post_rdma(IBV_WR_RDMA_WRITE, smr, src, LEN, &r, dst, 1))
+			FAIL("post WRITE failed");
+	}
+	return expect("WRITE into an exited process's ODP MR", 1, IBV_WC_REM_ACCESS_ERR);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(void);
+	} modes[] = {
+		{ "write", t_write }, { "read", t_read }, { "send", t_send },
+		{ "atomic", t_atomic }, { "advise", t_advise }, { "gone", t_gone },
+	};
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s DEV write|read|send|atomic|advise|gone\n", argv[0]);
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(argv[2], modes[i].name))
+			return setup(argv[1]) || modes[i].fn();
+	fprintf(stderr, "unknown mode %s\n", argv[2]);
+	return 2;
+}
