@@ -66,19 +66,26 @@ run_case() {
 }
 
 # bg NAME CMD...: a daemon in the server's namespace, in the foreground of
-# a background job whose pid is kept to stop it by.
+# a background job whose pid (nsenter's, which execs CMD) is kept to stop
+# it by.
 bg() {
 	local name=$1
 	shift
-	S "$@" >"$base/$name.log" 2>&1 </dev/null &
+	nsenter --net=/run/netns/$NS_S "$@" >"$base/$name.log" 2>&1 </dev/null &
 	echo "$name $!" >>"$pids"
 }
 
+# gone PID: no process PID, or only its zombie.
+gone() { [ ! -e "/proc/$1" ] || grep -q ') Z ' "/proc/$1/stat"; }
+
+# Stops the daemons bg started (they may be children of another subshell)
+# and waits until they are gone.
 stop_bg() {
 	local name pid
 	[ -f "$pids" ] || return 0
 	while read -r name pid; do
-		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+		kill "$pid" 2>/dev/null || continue
+		wait_for 10 gone "$pid" || echo "$name ($pid) did not stop"
 	done <"$pids"
 	: >"$pids"
 }
