@@ -186,14 +186,23 @@ case_restart() {
 bounded() {
 	local s=$1 t=$(($1 * 10)) pid
 	shift
-	"$@" &
+	# Not on our standard output: a command substitution reading it would
+	# wait for a stuck CMD too.
+	"$@" >"$base/bounded.out" 2>&1 </dev/null &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null && [ $t -gt 0 ]; do
 		sleep 0.1
 		t=$((t - 1))
 	done
-	kill -0 "$pid" 2>/dev/null && { echo "given up after $s s: $*"; return 124; }
+	if kill -0 "$pid" 2>/dev/null; then
+		cat "$base/bounded.out"
+		echo "given up after $s s: $*"
+		return 124
+	fi
 	wait "$pid"
+	t=$?
+	cat "$base/bounded.out"
+	return $t
 }
 
 # stuck WHAT: the transport's state when WHAT did not finish, and a mark
