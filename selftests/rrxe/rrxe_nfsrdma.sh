@@ -140,7 +140,7 @@ nfs_umount() { umount "$mnt"; }
 
 # The mount shows proto=rdma, the version and the port.
 case_mount() {
-	nfs_mount "$1" || return 1
+	bounded 180 nfs_mount "$1" || { stuck "the mount"; return 1; }
 	grep " $mnt nfs" /proc/mounts
 	grep -q " $mnt nfs.* .*vers=$1,.*proto=rdma,port=$PORT," /proc/mounts ||
 		{ echo "not an rdma mount"; return 1; }
