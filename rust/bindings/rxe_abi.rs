@@ -151,10 +151,14 @@ const _: () = assert!(offset_of!(WrMw, access) == wl::WR_MW_ACCESS);
 
 // `wr.reg` is kernel-only and not part of the uapi: rrxe encodes fast
 // registrations on its own kernel rings in its own layout (an MR key where
-// rxe keeps an MR pointer), which must only stay inside the union member.
+// rxe keeps an MR pointer), which must only stay inside the `wr` union (the
+// iova lies past rxe's `wr.reg` member).
 const _: () = assert!(wl::WR_REG_ACCESS + 4 <= size_of::<WrReg>());
 const _: () = assert!(wl::WR_REG_MR_KEY + 4 <= wl::WR_REG_KEY);
 const _: () = assert!(wl::WR_REG_KEY + 4 <= wl::WR_REG_ACCESS);
+const _: () = assert!(wl::WR_REG_ACCESS + 4 <= wl::WR_REG_IOVA);
+const _: () = assert!(wl::WR_REG_IOVA % 8 == 0);
+const _: () = assert!(wl::WR_REG_IOVA + 8 <= size_of::<WrUnion>());
 
 // `wr.ud.av` (`struct rxe_av`, embedded by older providers and by kernel
 // UD sends) and the socket addresses in it.

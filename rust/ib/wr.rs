@@ -140,7 +140,7 @@ impl<'a, T: Driver> SendWr<'a, T> {
 
     /// For `IB_WR_REG_MR`: the MR's current lkey, the key it is to take and
     /// its access flags.
-    pub fn reg(&self) -> Option<(u32, u32, u32)> {
+    pub fn reg(&self) -> Option<(u32, u32, u32, u64)> {
         if self.raw.opcode != bindings::ib_wr_opcode_IB_WR_REG_MR {
             return None;
         }
@@ -152,8 +152,11 @@ impl<'a, T: Driver> SendWr<'a, T> {
             return None;
         }
         // SAFETY: A registration request names a live MR of this device.
-        let lkey = unsafe { (*r.mr).lkey };
-        Some((lkey, r.key, r.access as u32))
+        // Its `iova` is the one the registration gives the mapping: the
+        // consumer may have changed it since `ib_map_mr_sg` (xprtrdma puts
+        // the RPC's XID in the upper 32 bits).
+        let (lkey, iova) = unsafe { ((*r.mr).lkey, (*r.mr).iova) };
+        Some((lkey, r.key, r.access as u32, iova))
     }
 
     /// For `IB_SEND_INLINE`: copies the bytes the SGEs point at (kernel

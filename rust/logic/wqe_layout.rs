@@ -81,6 +81,9 @@ pub const WR_REG_MR_KEY: usize = 0;
 pub const WR_REG_KEY: usize = 4;
 /// Fast registration's new access (rrxe's layout, see [`WR_REG_MR_KEY`]).
 pub const WR_REG_ACCESS: usize = 8;
+/// Fast registration's iova (rrxe's layout, see [`WR_REG_MR_KEY`]): past
+/// rxe's `wr.reg` member, still inside the `wr` union.
+pub const WR_REG_IOVA: usize = 16;
 
 /// `struct rxe_av`.
 pub const AV_SIZE: usize = 88;

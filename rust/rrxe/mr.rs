@@ -66,10 +66,15 @@ pub struct FastPages {
     pub max: u32,
     /// log2 of the page size of the current mapping.
     pub page_shift: u32,
-    /// The current mapping's first address and length.
+    /// The current mapping's first address and length: from the mapping
+    /// (`ib_map_mr_sg`), then the one each registration work request gives
+    /// (the consumer may change the address in between, as xprtrdma does).
     pub iova: u64,
     /// See `iova`.
     pub length: u64,
+    /// Where the mapping's first byte lies in `pages[0]`: fixed by the
+    /// mapping, whatever address a registration gives it.
+    pub first_offset: u64,
     /// The key a registration work request gave it (the index never
     /// changes), its access flags, and whether it is registered (valid) or
     /// free (new, or invalidated).
@@ -87,7 +92,7 @@ impl FastPages {
     fn locate(&self, iova: u64, len: u64) -> Option<(u64, usize)> {
         let off = Range::new(self.iova, self.length)?.offset_of(iova, len)?;
         let psize = 1u64 << self.page_shift;
-        let pos = (self.iova & (psize - 1)).checked_add(off)?;
+        let pos = self.first_offset.checked_add(off)?;
         let page = *self.pages.get((pos >> self.page_shift) as usize)?;
         let within = pos & (psize - 1);
         Some((page.checked_add(within)?, (psize - within) as usize))
@@ -279,6 +284,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
                     page_shift: PAGE_SHIFT as u32,
                     iova: 0,
                     length: 0,
+                    first_offset: 0,
                     key: 0,
                     access: 0,
                     valid: false,
@@ -306,6 +312,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
         g.page_shift = page_size.trailing_zeros();
         g.iova = 0;
         g.length = 0;
+        g.first_offset = 0;
         Ok(())
     }
 
@@ -327,6 +334,9 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
             let mut g = f.lock();
             g.iova = iova;
             g.length = length;
+            // The core's iova is the first SG entry's address (plus the
+            // SG offset): its page offset is the first page's.
+            g.first_offset = iova & ((1u64 << g.page_shift) - 1);
         }
     }
 
@@ -720,13 +730,15 @@ pub enum LocalOpError {
 
 /// A fast registration (`IB_WR_REG_MR` from a kernel QP of PD `pd`): the
 /// fast-registration MR with `mr_key`'s index takes `key` (same index) and
-/// `access` over the pages last mapped into it, and becomes valid.
+/// `access` over the pages last mapped into it, at `iova` (the MR's iova
+/// when the request was posted, as rxe takes it), and becomes valid.
 pub fn reg_fast(
     dev: &crate::rrxe::device::RrxeDev,
     pd: PdId,
     mr_key: u32,
     key: u32,
     access: u32,
+    iova: u64,
 ) -> core::result::Result<(), LocalOpError> {
     if keys::key_kind(mr_key) != Some(keys::KeyKind::Mr)
         || keys::key_index(key) != keys::key_index(mr_key)
@@ -745,9 +757,10 @@ pub fn reg_fast(
     }
     access::check_kernel_mr_access(access).map_err(|_| LocalOpError::Refused)?;
     let mut g = f.lock();
-    if g.pages.is_empty() || g.length == 0 {
+    if g.pages.is_empty() || g.length == 0 || Range::new(iova, g.length).is_none() {
         return Err(LocalOpError::Refused);
     }
+    g.iova = iova;
     g.key = key;
     g.access = access;
     g.valid = true;

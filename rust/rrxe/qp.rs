@@ -589,11 +589,12 @@ impl QpOps<Rrxe> for RrxeQp {
             }
         } else if let Some((remote_addr, rkey)) = wr.rdma() {
             wqe::WrDetail::Rdma { remote_addr, rkey }
-        } else if let Some((mr_key, key, access)) = wr.reg() {
+        } else if let Some((mr_key, key, access, iova)) = wr.reg() {
             wqe::WrDetail::Reg {
                 mr_key,
                 key,
                 access,
+                iova,
             }
         } else {
             wqe::WrDetail::None

@@ -274,6 +274,7 @@ fn encoded_send(r: &mut Rng) {
                 mr_key: r.u32(),
                 key: r.u32(),
                 access: r.u32(),
+                iova: r.next(),
             },
         ),
         _ => (r.pick(&[7, 9]), Transport::Rc, WrDetail::None),

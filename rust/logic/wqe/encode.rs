@@ -58,10 +58,12 @@ pub fn encode_send(slot: &mut [u8], f: &SendFields, sges: impl Iterator<Item = S
             mr_key,
             key,
             access,
+            iova,
         } => {
             put32(slot, WR + WR_REG_MR_KEY, mr_key);
             put32(slot, WR + WR_REG_KEY, key);
             put32(slot, WR + WR_REG_ACCESS, access);
+            put64(slot, WR + WR_REG_IOVA, iova);
         }
         WrDetail::Atomic {
             remote_addr,

@@ -81,6 +81,10 @@ pub enum WrDetail {
         key: u32,
         /// Its access flags from now on.
         access: u32,
+        /// The address the mapping answers to from now on (the MR's
+        /// `iova` when the request was posted, which the consumer may
+        /// change after mapping).
+        iova: u64,
     },
     /// Local invalidate: the key.
     Inv {
@@ -214,6 +218,7 @@ fn detail(slot: &[u8], opcode: Opcode, t: Transport, ex: u32) -> Result<WrDetail
             mr_key: get32(WR + WR_REG_MR_KEY)?,
             key: get32(WR + WR_REG_KEY)?,
             access: get32(WR + WR_REG_ACCESS)?,
+            iova: get64(WR + WR_REG_IOVA)?,
         },
         Opcode::BindMw => WrDetail::Mw {
             addr: get64(WR + WR_MW_ADDR)?,

@@ -335,7 +335,8 @@ fn local_op(d: &RrxeDev, s: &QpShared, w: &SendWqe) -> u32 {
             mr_key,
             key,
             access,
-        } => match mr::reg_fast(d, s.pd, mr_key, key, access) {
+            iova,
+        } => match mr::reg_fast(d, s.pd, mr_key, key, access, iova) {
             Ok(()) => status::SUCCESS,
             Err(_) => status::MW_BIND_ERR,
         },

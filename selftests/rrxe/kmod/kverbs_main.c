@@ -530,8 +530,11 @@ static int rc_post_one(struct ib_qp *qp, struct ib_cq *cq, struct ib_send_wr *wr
  * device; a SEND into a posted receive; a fast-registration MR over a
  * 3-page scatterlist, registered by an IB_WR_REG_MR with a new key, then
  * RDMA WRITE into it and RDMA READ back through that key from the other
- * QP; LOCAL_INV of the key, after which a WRITE fails with
- * IB_WC_REM_ACCESS_ERR and leaves the memory unchanged.
+ * QP; LOCAL_INV, a remap from an offset into the first page and a new
+ * REG_MR at an iova the consumer changed after mapping (xprtrdma's XID in
+ * the upper 32 bits), WRITE and READ at that iova; LOCAL_INV of the key,
+ * after which a WRITE fails with IB_WC_REM_ACCESS_ERR and leaves the
+ * memory unchanged.
  */
 static int check_rc_traffic(struct ib_device *dev, struct ib_pd *pd)
 {
@@ -666,6 +669,58 @@ static int check_rc_traffic(struct ib_device *dev, struct ib_pd *pd)
 			kfree(whole);
 			goto out;
 		}
+		/*
+		 * Invalidated, mapped again from 512 bytes into the first page,
+		 * and registered at an iova whose upper 32 bits were changed
+		 * after the mapping, as xprtrdma does (it puts the RPC's XID
+		 * there): the peer's WRITE and READ address that iova.
+		 */
+		{
+			unsigned int sgoff = 512;
+
+			if (rc_post_one(b, cq, &inv, IB_WC_SUCCESS, IB_WC_LOCAL_INV, "LOCAL_INV before a remap")) {
+				kfree(whole);
+				goto out;
+			}
+			n = ib_map_mr_sg(mr, sg, mapped, &sgoff, PAGE_SIZE);
+			if (n != 3 || mr->length != 3 * PAGE_SIZE - 512) {
+				pr_err("rrxe_kverbs_test: FAIL kernel RC: remap at an offset mapped %d of 3, length %llu\n",
+				       n, mr->length);
+				kfree(whole);
+				goto out;
+			}
+			mr->iova = (mr->iova & 0xffffffffULL) | (0x5eed1234ULL << 32);
+			ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+			rw.key = mr->rkey;
+			rw.wr.wr_id = 8;
+			ws.addr = sdma;
+			ws.length = 2 * PAGE_SIZE;
+			ww.remote_addr = mr->iova + 100;
+			ww.rkey = mr->rkey;
+			ww.wr.wr_id = 9;
+			bs.length = 2 * PAGE_SIZE;
+			rr.remote_addr = mr->iova + 100;
+			rr.rkey = mr->rkey;
+			rr.wr.wr_id = 10;
+			memset(back, 0, 3 * PAGE_SIZE);
+			if (rc_post_one(b, cq, &rw.wr, IB_WC_SUCCESS, IB_WC_REG_MR, "REG_MR at an iova changed after mapping") ||
+			    rc_post_one(a, cq, &ww.wr, IB_WC_SUCCESS, IB_WC_RDMA_WRITE,
+					"WRITE at an iova changed after mapping") ||
+			    rc_post_one(a, cq, &rr.wr, IB_WC_SUCCESS, IB_WC_RDMA_READ,
+					"READ at an iova changed after mapping")) {
+				kfree(whole);
+				goto out;
+			}
+			for (i = 0; i < 3; i++)
+				memcpy(whole + i * PAGE_SIZE, pages[i], PAGE_SIZE);
+			if (memcmp(whole + 612, src, 2 * PAGE_SIZE) || memcmp(back, src, 2 * PAGE_SIZE)) {
+				pr_err("rrxe_kverbs_test: FAIL kernel RC: data at an iova changed after mapping wrong\n");
+				kfree(whole);
+				goto out;
+			}
+			inv.ex.invalidate_rkey = mr->rkey;
+			w2 = ww;
+		}
 		w2.wr.wr_id = 7;
 		ws.addr = sdma;
 		if (rc_post_one(b, cq, &inv, IB_WC_SUCCESS, IB_WC_LOCAL_INV, "LOCAL_INV") ||
@@ -682,7 +737,7 @@ static int check_rc_traffic(struct ib_device *dev, struct ib_pd *pd)
 		kfree(whole);
 	}
 	ret = 0;
-	pr_info("rrxe_kverbs_test: ok kernel RC traffic: SEND over 2 SGEs, REG_MR of a 3-page fast-registration MR with a new key, WRITE and READ through it, LOCAL_INV then REM_ACCESS_ERR with memory unchanged\n");
+	pr_info("rrxe_kverbs_test: ok kernel RC traffic: SEND over 2 SGEs, REG_MR of a 3-page fast-registration MR with a new key, WRITE and READ through it, again after a remap at an offset and at an iova changed after mapping (as xprtrdma does), LOCAL_INV then REM_ACCESS_ERR with memory unchanged\n");
 out:
 	if (!IS_ERR_OR_NULL(b))
 		ib_destroy_qp(b);
