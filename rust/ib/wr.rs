@@ -151,10 +151,10 @@ impl<'a, T: Driver> SendWr<'a, T> {
         if r.mr.is_null() {
             return None;
         }
-        // SAFETY: A registration request names a live MR of this device.
-        // Its `iova` is the one the registration gives the mapping: the
+        // The MR's `iova` is the one the registration gives the mapping: the
         // consumer may have changed it since `ib_map_mr_sg` (xprtrdma puts
         // the RPC's XID in the upper 32 bits).
+        // SAFETY: A registration request names a live MR of this device.
         let (lkey, iova) = unsafe { ((*r.mr).lkey, (*r.mr).iova) };
         Some((lkey, r.key, r.access as u32, iova))
     }
