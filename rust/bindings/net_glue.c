@@ -11,17 +11,24 @@
  *
  * Packets arrive in softirq: the encap callback resolves the RXE-driver
  * device of the ingress netdev (taking a reference), queues the skb on
- * that device's receive queue and kicks the queue's work item, which hands
+ * that device's receive queue and kicks the queue's worker, which hands
  * each packet to the Rust receive path in process context. Each device has
- * its own queue and work item (struct rrxe_rxq, made and freed by the Rust
+ * its own queue and worker (struct rrxe_rxq, made and freed by the Rust
  * side with the device), so that a flood at one device is not a queue in
- * front of the others' packets; the work items run side by side on the
- * module's unbound workqueue, which also runs the QPs' send tasks. A queue
- * holds at most RRXE_RXQ_BYTES (skb truesize; later packets are dropped, as
- * a full socket buffer drops them), and its work item takes at most
- * RRXE_RX_BATCH packets per run, then queues itself again, so that a flood
- * cannot keep one run going (a workqueue flush waits for the run under way,
- * not for the flood).
+ * front of the others' packets. A queue holds at most RRXE_RXQ_BYTES (skb
+ * truesize; later packets are dropped, as a full socket buffer drops
+ * them), and its work takes at most RRXE_RX_BATCH packets per run, then
+ * queues itself again, so that a flood cannot keep one run going.
+ *
+ * The worker is a kthread of its own at the lowest SCHED_FIFO priority, not
+ * a workqueue item: a workqueue's kworkers are fair-class tasks, and with
+ * lazy preemption a fair wakeup waits for the next tick when every CPU is
+ * busy, which is how RDMA applications wait (a user process spinning on its
+ * CQ or on memory). Behind such spinners every packet waited up to a tick
+ * (1.2 ms typical on a 2-vCPU guest, against rdma_rxe's 50 us, which
+ * receives in softirq). A FIFO task preempts the spinner at once, as the
+ * softirq does, and may still sleep (on a QP's mutex, or paging in an ODP
+ * MR); RT throttling bounds what a flood can take from a CPU.
  *
  * Packets leave through rrxe_tx_skb (route and skb) and rrxe_tx_send.
  */
@@ -30,6 +37,8 @@
 #include <linux/slab.h>
 #include <linux/mutex.h>
 #include <linux/workqueue.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
 #include <rdma/ib_verbs.h>
 #include <net/udp_tunnel.h>
 #include <net/ip.h>
@@ -59,7 +68,8 @@ static u64 rrxe_next_ticket = 1;
 /* A device's received packets, each holding a reference on the device. */
 struct rrxe_rxq {
 	struct sk_buff_head q;
-	struct work_struct work;
+	struct kthread_worker *worker;
+	struct kthread_work work;
 	struct ib_device *ibdev;
 	atomic_t bytes;
 };
@@ -68,7 +78,7 @@ static void (*rrxe_rx_handler)(struct ib_device *ibdev, struct sk_buff *skb);
 static struct rrxe_rxq *(*rrxe_rxq_of)(struct ib_device *ibdev);
 static atomic64_t rrxe_rx_dropped = ATOMIC64_INIT(0);
 /*
- * Runs the receive work and the QPs' send tasks; drained at module exit.
+ * Runs the QPs' send tasks; drained at module exit.
  * WQ_MEM_RECLAIM: storage ULPs (nvme-rdma, nvmet-rdma, NFS over RDMA) are
  * in the memory reclaim path and destroy QPs from their own WQ_MEM_RECLAIM
  * workqueues (nvme-reset-wq, say), and destroy_qp flushes this one; a
@@ -98,11 +108,11 @@ static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 		return 0;
 	}
 	skb_queue_tail(&rq->q, skb);
-	queue_work(rrxe_wq, &rq->work);
+	kthread_queue_work(rq->worker, &rq->work);
 	return 0;
 }
 
-static void rrxe_rxq_work_fn(struct work_struct *work)
+static void rrxe_rxq_work_fn(struct kthread_work *work)
 {
 	struct rrxe_rxq *rq = container_of(work, struct rrxe_rxq, work);
 	struct sk_buff *skb;
@@ -118,7 +128,7 @@ static void rrxe_rxq_work_fn(struct work_struct *work)
 		consume_skb(skb);
 		if (++n == RRXE_RX_BATCH) {
 			if (!skb_queue_empty_lockless(&rq->q))
-				queue_work(rrxe_wq, &rq->work);
+				kthread_queue_work(rq->worker, &rq->work);
 			return;
 		}
 		if (n % 64 == 0)
@@ -133,8 +143,14 @@ struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
 
 	if (!rq)
 		return NULL;
+	rq->worker = kthread_run_worker(0, "rrxe-rx");
+	if (IS_ERR(rq->worker)) {
+		kfree(rq);
+		return NULL;
+	}
+	sched_set_fifo_low(rq->worker->task);
 	skb_queue_head_init(&rq->q);
-	INIT_WORK(&rq->work, rrxe_rxq_work_fn);
+	kthread_init_work(&rq->work, rrxe_rxq_work_fn);
 	rq->ibdev = ibdev;
 	atomic_set(&rq->bytes, 0);
 	return rq;
@@ -142,13 +158,14 @@ struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
 
 /*
  * Frees a receive queue once its device is unregistered (no packet can be
- * queued any more): waits for its work item and drops what is left.
+ * queued any more): stops its worker and drops what is left.
  */
 void rrxe_rxq_destroy(struct rrxe_rxq *rq)
 {
 	struct sk_buff *skb;
 
-	cancel_work_sync(&rq->work);
+	kthread_cancel_work_sync(&rq->work);
+	kthread_destroy_worker(rq->worker);
 	while ((skb = skb_dequeue(&rq->q))) {
 		ib_device_put(rq->ibdev);
 		kfree_skb(skb);

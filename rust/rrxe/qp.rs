@@ -170,10 +170,7 @@ impl WorkItem for QpShared {
         // SAFETY: Not dead: the QP, and with it its device, is alive, and
         // its destruction waits for this task to finish (`RrxeQp::drop`).
         let dev = unsafe { &*this.dev };
-        if this.ty == QpType::Rc {
-            crate::rrxe::rc::run_replies(dev, &this);
-        }
-        let _ = crate::rrxe::sq::process_sq(dev, &this);
+        this.run_task(dev);
     }
 }
 
@@ -181,6 +178,20 @@ impl QpShared {
     /// Schedules the send task; a no-op while it is queued.
     pub fn kick(self: &Arc<Self>) {
         let _ = crate::ib::net::queue().enqueue(self.clone());
+    }
+
+    /// Runs the send task's work here and now, in the caller's context:
+    /// the receive path does, when a response from the wire opens the
+    /// requester's window, so that the requester goes on at once instead
+    /// of waiting for a kworker (which waits behind busy CPUs).
+    pub fn run_task(self: &Arc<Self>, dev: &Device<Rrxe>) {
+        if self.is_dead() {
+            return;
+        }
+        if self.ty == QpType::Rc {
+            crate::rrxe::rc::run_replies(dev, self);
+        }
+        let _ = crate::rrxe::sq::process_sq(dev, self);
     }
 
     /// Whether the QP is being destroyed.

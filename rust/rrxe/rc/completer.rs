@@ -81,8 +81,13 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         arm(s, &mut rc);
         kick
     };
-    if kick {
+    // A response from the wire is handled in the receive worker, which
+    // runs the requester at once; a local one comes from inside a QP's
+    // send processing (maybe this QP's own), which must not be reentered.
+    if kick && p.local {
         s.kick();
+    } else if kick {
+        s.run_task(dev);
     }
 }
 
