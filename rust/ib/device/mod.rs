@@ -16,12 +16,14 @@
 //! that share the driver id.
 //!
 //! Files: `registration` ([`Device`], [`NewDevice`], the registry and
-//! unregistration), `ops` (the `ib_device_ops` table) and `port` (device,
-//! port and GID queries). The callbacks of each object family live next to
+//! unregistration), `ops` (the `ib_device_ops` table), `port` (device,
+//! port and GID queries) and `gid` (the device's own GIDs, kept as the core
+//! adds and deletes them). The callbacks of each object family live next to
 //! its abstraction: [`super::cq`], [`super::qp`], [`super::srq`],
 //! [`super::mr`], [`super::mw`], [`super::dm`], [`super::ah`] and
 //! [`super::pd`].
 
+mod gid;
 mod ops;
 mod port;
 mod registration;

@@ -7,7 +7,7 @@
 //! the core sees `EOPNOTSUPP` for the rest. The callbacks themselves live
 //! next to the abstraction of their object family.
 
-use super::{port, registration, Driver};
+use super::{gid, port, registration, Driver};
 use crate::ib::{
     ah::{self, AhOps},
     bindings,
@@ -45,6 +45,8 @@ pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
     o.query_gid = Some(port::query_gid_callback);
     o.get_port_immutable = Some(port::get_port_immutable_callback::<T>);
     o.get_link_layer = Some(port::get_link_layer_callback);
+    o.add_gid = Some(gid::add_gid_callback::<T>);
+    o.del_gid = Some(gid::del_gid_callback::<T>);
     o.dealloc_driver = Some(registration::dealloc_driver_callback::<T>);
     if T::HAS_ENABLE {
         o.enable_driver = Some(registration::enable_driver_callback::<T>);

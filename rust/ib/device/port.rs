@@ -31,6 +31,9 @@ impl<T: Driver> Device<T> {
     /// Whether `gid` is one of port `port`'s RoCEv2 GIDs (a destination on
     /// this device).
     pub fn has_gid(&self, port: u32, gid: &[u8; 16]) -> bool {
+        if let Some(mine) = self.gids.contains(port, gid) {
+            return mine;
+        }
         // SAFETY: All-zero is a valid GID union.
         let mut g: bindings::ib_gid = unsafe { core::mem::zeroed() };
         // SAFETY: Writing the raw member of a plain-data union.

@@ -6,7 +6,7 @@
 //!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
-use super::{ops, Driver};
+use super::{gid::GidCache, ops, Driver};
 use crate::ib::{bindings, netdev::NetDev};
 use core::ptr::NonNull;
 use kernel::{error::from_result, prelude::*, sync::aref::ARef, types::Opaque};
@@ -29,6 +29,8 @@ pub struct Device<T: Driver> {
     /// The device's receive queue (`net_glue.c`), from registration until
     /// `dealloc_driver`; null before.
     pub(crate) rxq: *mut bindings::rrxe_rxq,
+    /// The device's own GIDs (`add_gid`/`del_gid`), from allocation on.
+    pub(crate) gids: GidCache,
 }
 
 // SAFETY: The IB core calls into a device from any thread; `T::Data` is
@@ -173,6 +175,10 @@ impl<T: Driver> NewDevice<T> {
 
         // SAFETY: Inside the fresh allocation, not yet initialised.
         unsafe { (&raw mut (*ptr.as_ptr()).rxq).write(core::ptr::null_mut()) };
+        // SAFETY: Inside the fresh allocation, not yet initialised, and
+        // never moved (the device is freed where it lies); the lock needs
+        // no drop.
+        let Ok(()) = unsafe { GidCache::new().__init(&raw mut (*ptr.as_ptr()).gids) };
 
         let ops = ops::ops::<T>(module);
         // SAFETY: The device is ours; `ib_set_device_ops` copies the table.
