@@ -40,6 +40,11 @@ fn icrc_matches_rdma_rxe() {
         let (body, trailer) = ip.split_at(ip.len() - 4);
         let want = u32::from_le_bytes(trailer.try_into().unwrap());
         assert_eq!(icrc::icrc(body), Ok(want), "frame {i}");
+        assert_eq!(
+            icrc::icrc_with::<icrc::Bytewise>(body),
+            Ok(want),
+            "frame {i}, bytewise"
+        );
         // Any change outside the masked fields breaks it.
         let mut t = body.to_vec();
         let last = t.len() - 1;

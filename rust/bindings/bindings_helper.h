@@ -5,6 +5,7 @@
  * bindgen_parameters); everything else comes from the kernel crate's own
  * bindings.
  */
+#include <linux/crc32.h>
 #include <linux/netdevice.h>
 #include <linux/etherdevice.h>
 #include <linux/if_vlan.h>

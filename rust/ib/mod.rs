@@ -21,6 +21,7 @@ mod rxe_abi;
 pub mod ah;
 pub mod attr;
 pub mod cq;
+pub mod crc;
 pub mod device;
 pub mod dm;
 pub mod link;

@@ -9,56 +9,115 @@
 //! byte that holds FECN, BECN and the reserved bits. It is sent
 //! little-endian after the payload.
 
-const fn make_table() -> [u32; 256] {
-    let mut t = [0u32; 256];
+/// The reflected CRC-32 polynomial (the Ethernet one, bit-reversed).
+const POLY: u32 = 0xedb8_8320;
+
+/// `T[k][b]` is the raw CRC (seed zero) of byte `b` then `k` zero bytes:
+/// `T[0]` is the classic bytewise table, and the others let slice-by-8 fold
+/// eight bytes in one step.
+const fn make_tables() -> [[u32; 256]; 8] {
+    let mut t = [[0u32; 256]; 8];
     let mut i = 0;
     while i < 256 {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 {
-                0xedb8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
+            c = if c & 1 != 0 { POLY ^ (c >> 1) } else { c >> 1 };
             k += 1;
         }
-        t[i] = c;
+        t[0][i] = c;
         i += 1;
+    }
+    let mut k = 1;
+    while k < 8 {
+        let mut i = 0;
+        while i < 256 {
+            let c = t[k - 1][i];
+            t[k][i] = (c >> 8) ^ t[0][(c & 0xff) as usize];
+            i += 1;
+        }
+        k += 1;
     }
     t
 }
 
-static TABLE: [u32; 256] = make_table();
+static TABLES: [[u32; 256]; 8] = make_tables();
 
-/// A running CRC-32 (without the final complement).
+/// A CRC-32 engine: the raw reflected update of the kernel's `crc32_le`,
+/// which neither complements its seed nor its result.
+pub trait Backend {
+    /// The running CRC `crc` (without complement) after `data`.
+    fn crc32_le(crc: u32, data: &[u8]) -> u32;
+}
+
+/// One table lookup per byte: the reference the others are tested against.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bytewise;
+
+impl Backend for Bytewise {
+    fn crc32_le(mut crc: u32, data: &[u8]) -> u32 {
+        for &b in data {
+            crc = TABLES[0][((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
+        }
+        crc
+    }
+}
+
+/// Slice-by-8: eight bytes per step through eight tables, the tail bytewise.
+/// The portable engine, used where the kernel's `crc32_le` is not.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Slice8;
+
+impl Backend for Slice8 {
+    fn crc32_le(mut crc: u32, data: &[u8]) -> u32 {
+        let t = &TABLES;
+        let mut chunks = data.chunks_exact(8);
+        for c in &mut chunks {
+            let a = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) ^ crc;
+            let b = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
+            crc = t[7][(a & 0xff) as usize]
+                ^ t[6][((a >> 8) & 0xff) as usize]
+                ^ t[5][((a >> 16) & 0xff) as usize]
+                ^ t[4][(a >> 24) as usize]
+                ^ t[3][(b & 0xff) as usize]
+                ^ t[2][((b >> 8) & 0xff) as usize]
+                ^ t[1][((b >> 16) & 0xff) as usize]
+                ^ t[0][(b >> 24) as usize];
+        }
+        Bytewise::crc32_le(crc, chunks.remainder())
+    }
+}
+
+/// A running CRC-32 (without the final complement), computed by `B`.
 #[derive(Clone, Copy, Debug)]
-pub struct Crc32(u32);
+pub struct Crc32<B: Backend = Slice8> {
+    crc: u32,
+    backend: core::marker::PhantomData<B>,
+}
 
-impl Default for Crc32 {
+impl<B: Backend> Default for Crc32<B> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Crc32 {
+impl<B: Backend> Crc32<B> {
     /// A CRC over nothing.
     pub const fn new() -> Self {
-        Self(0xffff_ffff)
+        Self {
+            crc: 0xffff_ffff,
+            backend: core::marker::PhantomData,
+        }
     }
 
     /// Adds `data`.
     pub fn update(&mut self, data: &[u8]) {
-        let mut c = self.0;
-        for &b in data {
-            c = TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8);
-        }
-        self.0 = c;
+        self.crc = B::crc32_le(self.crc, data);
     }
 
     /// The CRC of everything added.
     pub const fn finish(&self) -> u32 {
-        !self.0
+        !self.crc
     }
 }
 
@@ -81,21 +140,35 @@ pub enum IcrcError {
 }
 
 /// The ICRC of a packet that starts at its IP header and ends before its
-/// ICRC (`ip.len()` covers IP, UDP, transport headers and payload).
+/// ICRC (`ip.len()` covers IP, UDP, transport headers and payload), with
+/// the portable CRC-32.
 pub fn icrc(ip: &[u8]) -> Result<u32, IcrcError> {
+    icrc_with::<Slice8>(ip)
+}
+
+/// Size of the masked headers the ICRC starts with: the ones for the LRH,
+/// then the IP and UDP headers and the BTH up to its masked byte, inclusive.
+const PSEUDO_MAX: usize = 8 + IPV6_HDR + UDP_HDR + BTH_RESV8A + 1;
+
+/// [`icrc`] with the CRC-32 of `B`: two CRC updates, one over the masked
+/// headers gathered on the stack and one over the rest of the packet.
+pub fn icrc_with<B: Backend>(ip: &[u8]) -> Result<u32, IcrcError> {
     let version = ip.first().ok_or(IcrcError::Short)? >> 4;
     let ip_len = match version {
         4 if ip[0] & 0x0f == 5 => IPV4_HDR,
         6 => IPV6_HDR,
         _ => return Err(IcrcError::BadIp),
     };
-    if ip.len() < ip_len + UDP_HDR + BTH_RESV8A + 1 {
+    let bth = ip_len + UDP_HDR;
+    if ip.len() < bth + BTH_RESV8A + 1 {
         return Err(IcrcError::Short);
     }
-    let mut c = Crc32::new();
-    c.update(&[0xff; 8]);
-    let mut h = [0u8; IPV6_HDR];
-    h[..ip_len].copy_from_slice(&ip[..ip_len]);
+    // The LRH's ones, then the headers up to the BTH's masked byte, which
+    // stays one.
+    let len = 8 + bth + BTH_RESV8A + 1;
+    let mut p = [0xffu8; PSEUDO_MAX];
+    p[8..len - 1].copy_from_slice(&ip[..bth + BTH_RESV8A]);
+    let h = &mut p[8..];
     if version == 4 {
         h[1] = 0xff; // TOS
         h[8] = 0xff; // TTL
@@ -108,15 +181,10 @@ pub fn icrc(ip: &[u8]) -> Result<u32, IcrcError> {
         h[3] = 0xff;
         h[7] = 0xff; // hop limit
     }
-    c.update(&h[..ip_len]);
-    let mut u = [0u8; UDP_HDR];
-    u.copy_from_slice(&ip[ip_len..ip_len + UDP_HDR]);
-    u[6] = 0xff; // checksum
-    u[7] = 0xff;
-    c.update(&u);
-    let bth = ip_len + UDP_HDR;
-    c.update(&ip[bth..bth + BTH_RESV8A]);
-    c.update(&[0xff]);
+    h[ip_len + 6] = 0xff; // UDP checksum
+    h[ip_len + 7] = 0xff;
+    let mut c = Crc32::<B>::new();
+    c.update(&p[..len]);
     c.update(&ip[bth + BTH_RESV8A + 1..]);
     Ok(c.finish())
 }
@@ -125,15 +193,146 @@ pub fn icrc(ip: &[u8]) -> Result<u32, IcrcError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn crc32_check_value() {
+    /// A small xorshift generator, so the tests need no crate.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn fill(&mut self, buf: &mut [u8]) {
+            for b in buf {
+                *b = self.next() as u8;
+            }
+        }
+    }
+
+    fn check_value<B: Backend>() {
         // The CRC-32 check value of "123456789".
-        let mut c = Crc32::new();
+        let mut c = Crc32::<B>::new();
         c.update(b"123456789");
         assert_eq!(c.finish(), 0xcbf4_3926);
-        let mut e = Crc32::new();
+        let mut e = Crc32::<B>::new();
         e.update(b"");
         assert_eq!(e.finish(), 0);
+    }
+
+    #[test]
+    fn crc32_check_value() {
+        check_value::<Bytewise>();
+        check_value::<Slice8>();
+    }
+
+    #[test]
+    fn slice8_matches_bytewise() {
+        let mut r = Rng(0x1c2c_0001);
+        let mut buf = [0u8; 300 + 8];
+        for len in 0..=300 {
+            for _ in 0..8 {
+                r.fill(&mut buf);
+                // Any alignment, any running CRC.
+                let off = (r.next() % 8) as usize;
+                let seed = r.next() as u32;
+                let d = &buf[off..off + len];
+                assert_eq!(
+                    Slice8::crc32_le(seed, d),
+                    Bytewise::crc32_le(seed, d),
+                    "len {len} offset {off} seed {seed:#x}"
+                );
+            }
+        }
+        // Runs of zeros and of ones, which sparse tables would get wrong.
+        for fill in [0u8, 0xff] {
+            let d = [fill; 300];
+            for len in 0..=d.len() {
+                assert_eq!(
+                    Slice8::crc32_le(!0, &d[..len]),
+                    Bytewise::crc32_le(!0, &d[..len]),
+                    "{fill:#x} x {len}"
+                );
+            }
+        }
+    }
+
+    fn splits_equal_one_shot<B: Backend>() {
+        let mut r = Rng(0x1c2c_0002);
+        let mut d = [0u8; 300];
+        r.fill(&mut d);
+        let mut one = Crc32::<B>::new();
+        one.update(&d);
+        let want = one.finish();
+        for i in 0..=d.len() {
+            let mut c = Crc32::<B>::new();
+            c.update(&d[..i]);
+            c.update(&d[i..]);
+            assert_eq!(c.finish(), want, "split at {i}");
+        }
+        // Many small pieces, of every length up to 17.
+        for step in 1..=17 {
+            let mut c = Crc32::<B>::new();
+            for piece in d.chunks(step) {
+                c.update(piece);
+            }
+            assert_eq!(c.finish(), want, "pieces of {step}");
+        }
+    }
+
+    #[test]
+    fn incremental_updates_equal_one_shot() {
+        splits_equal_one_shot::<Bytewise>();
+        splits_equal_one_shot::<Slice8>();
+    }
+
+    /// The ICRC as it was first written, one update per header piece over
+    /// the bytewise reference: the gathered pseudo-header must match it.
+    fn icrc_by_pieces(ip: &[u8]) -> u32 {
+        let ip_len = if ip[0] >> 4 == 4 { IPV4_HDR } else { IPV6_HDR };
+        let mut c = Crc32::<Bytewise>::new();
+        c.update(&[0xff; 8]);
+        let mut h = [0u8; IPV6_HDR];
+        h[..ip_len].copy_from_slice(&ip[..ip_len]);
+        if ip_len == IPV4_HDR {
+            for i in [1, 8, 10, 11] {
+                h[i] = 0xff;
+            }
+        } else {
+            h[0] |= 0x0f;
+            for i in [1, 2, 3, 7] {
+                h[i] = 0xff;
+            }
+        }
+        c.update(&h[..ip_len]);
+        let mut u = [0u8; UDP_HDR];
+        u.copy_from_slice(&ip[ip_len..ip_len + UDP_HDR]);
+        u[6] = 0xff;
+        u[7] = 0xff;
+        c.update(&u);
+        let bth = ip_len + UDP_HDR;
+        c.update(&ip[bth..bth + BTH_RESV8A]);
+        c.update(&[0xff]);
+        c.update(&ip[bth + BTH_RESV8A + 1..]);
+        c.finish()
+    }
+
+    #[test]
+    fn icrc_backends_agree() {
+        let mut r = Rng(0x1c2c_0003);
+        let mut p = [0u8; IPV6_HDR + UDP_HDR + 12 + 300];
+        for v6 in [false, true] {
+            let hl = if v6 { IPV6_HDR } else { IPV4_HDR } + UDP_HDR;
+            for len in hl + BTH_RESV8A + 1..=hl + 12 + 300 {
+                r.fill(&mut p);
+                p[0] = if v6 { 0x60 | (p[0] & 0x0f) } else { 0x45 };
+                let q = &p[..len];
+                let want = icrc_by_pieces(q);
+                assert_eq!(icrc(q), Ok(want), "v6 {v6} len {len}");
+                assert_eq!(icrc_with::<Bytewise>(q), Ok(want), "v6 {v6} len {len}");
+            }
+        }
     }
 
     #[test]
