@@ -69,12 +69,19 @@ impl GidCache {
         if g.overflow {
             return None;
         }
-        Some(g.entries[..g.len].iter().any(|(p, x)| *p == port && x == gid))
+        Some(
+            g.entries[..g.len]
+                .iter()
+                .any(|(p, x)| *p == port && x == gid),
+        )
     }
 
     fn add(&self, port: u32, gid: &[u8; 16]) {
         let mut g = self.gids.lock();
-        if g.entries[..g.len].iter().any(|(p, x)| *p == port && x == gid) {
+        if g.entries[..g.len]
+            .iter()
+            .any(|(p, x)| *p == port && x == gid)
+        {
             return;
         }
         if g.len == CAPACITY {
@@ -89,7 +96,10 @@ impl GidCache {
     fn del(&self, port: u32, gid: &[u8; 16]) {
         let mut g = self.gids.lock();
         let n = g.len;
-        if let Some(i) = g.entries[..n].iter().position(|(p, x)| *p == port && x == gid) {
+        if let Some(i) = g.entries[..n]
+            .iter()
+            .position(|(p, x)| *p == port && x == gid)
+        {
             g.entries.swap(i, n - 1);
             g.len = n - 1;
         }
