@@ -14,13 +14,24 @@
 # make test-debug                         all the selftests on the debug kernel
 #                                         (about 80 min)
 # make test-all                           both
+# make bench                              the loopback bench (tools/bench), then
+#                                         the wire bench (tools/bench --wire:
+#                                         two namespaces over a veth, 5 reps
+#                                         and a warm-up, two MTUs; about 4 h
+#                                         on this 2-core host with other
+#                                         guests running, estimated from a
+#                                         --quick run: 540 perftest runs of
+#                                         ~25 s), results and a PNG in
+#                                         bench-out/; BENCH_* variables
+#                                         (tools/bench-wire) pass through to
+#                                         the guest, e.g. BENCH_REPS=3
 # make kernel / make debug-kernel         build (or reuse) a test kernel
 # make clean
 
 TOOLS := $(CURDIR)/tools
 SHELL := /bin/bash
 
-.PHONY: all modules setup lint run test test-debug test-all clean kernel debug-kernel
+.PHONY: all modules setup lint run test test-debug test-all clean kernel debug-kernel bench
 
 all: modules
 
@@ -54,6 +65,19 @@ test-debug: setup
 
 test-all: setup
 	$(TOOLS)/run-tests --all
+
+# The wire bench's guest gets BENCH_TIMEOUT seconds (default 6 hours).
+bench: setup
+	@set -uo pipefail; out=$(CURDIR)/bench-out rc=0; mkdir -p "$$out/loopback" "$$out/wire"; \
+	vars=(); while IFS= read -r v; do vars+=("$$v"); done < <(env | grep -E '^(BENCH_|RRXE_LINK_TYPE=)' | grep -v '^BENCH_TIMEOUT='); \
+	RRXE_OUT="$$out/loopback" $(TOOLS)/guest -- tools/bench | tee "$$out/loopback/bench.txt" || rc=1; \
+	RRXE_OUT="$$out/wire" RRXE_GUEST_TIMEOUT=$${BENCH_TIMEOUT:-21600} \
+		$(TOOLS)/guest -- env "$${vars[@]}" BENCH_OUT="$$out/wire" tools/bench --wire | \
+		tee "$$out/wire/bench-wire.txt" || rc=1; \
+	/usr/bin/python3 $(TOOLS)/bench-report "$$out/wire" --png >/dev/null || rc=1; \
+	echo "bench: tables in $$out/loopback/bench.txt and $$out/wire/bench-wire.txt"; \
+	echo "bench: plot in $$out/wire/bench-wire.png"; \
+	exit $$rc
 
 clean:
 	find . -path ./host/target -prune -o \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' \
