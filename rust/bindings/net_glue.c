@@ -24,9 +24,9 @@
  * a workqueue item: a workqueue's kworkers are fair-class tasks, and with
  * lazy preemption a fair wakeup waits for the next tick when every CPU is
  * busy, which is how RDMA applications wait (a user process spinning on its
- * CQ or on memory). Behind such spinners every packet waited up to a tick
- * (1.2 ms typical on a 2-vCPU guest, against rdma_rxe's 50 us, which
- * receives in softirq). A FIFO task preempts the spinner at once, as the
+ * CQ or on memory). Behind such spinners a packet could wait up to a tick
+ * (write and send latency 1.2 ms typical on a 2-vCPU guest on a busy host,
+ * against rdma_rxe's 56 to 380 us: it receives in softirq). A FIFO task preempts the spinner at once, as the
  * softirq does, and may still sleep (on a QP's mutex, or paging in an ODP
  * MR); RT throttling bounds what a flood can take from a CPU.
  *
