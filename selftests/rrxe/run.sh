@@ -23,11 +23,13 @@ for t in "$@"; do
 	echo "# selftests: rrxe: $t"
 	watchdog "$t" 2>/dev/null &
 	wd=$!
+	t0=$SECONDS
 	out=$(bash "$dir/$t" 2>&1)
 	rc=$?
 	kill "$wd" 2>/dev/null
 	wait "$wd" 2>/dev/null
 	printf '%s\n' "$out"
+	echo "# selftests: rrxe: $t took $((SECONDS - t0)) s"
 	p=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+ ' )
 	s=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+ .*# SKIP')
 	f=$(printf '%s\n' "$out" | grep -cE '^not ok [0-9]+ ')
