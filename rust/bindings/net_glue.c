@@ -30,7 +30,10 @@
  * softirq does, and may still sleep (on a QP's mutex, or paging in an ODP
  * MR); RT throttling bounds what a flood can take from a CPU.
  *
- * Packets leave through rrxe_tx_skb (route and skb) and rrxe_tx_send.
+ * Packets leave through rrxe_tx_skb (route and skb) and rrxe_tx_send. A
+ * connected QP keeps its route in a struct rrxe_route (a dst_cache), as rxe
+ * keeps an RC QP's in its socket: a route lookup per packet is the most
+ * expensive part of building one after the payload and its CRC.
  */
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
@@ -46,6 +49,7 @@
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
+#include <net/dst_cache.h>
 
 #include "net_glue.h"
 
@@ -310,12 +314,136 @@ void rrxe_net_fini(void)
 }
 
 /*
- * An skb for one IP packet of @len bytes leaving through @ndev's namespace
- * towards @daddr, routed with @saddr as source: the route is attached, and
- * *data points at the (uninitialised) network header the caller fills.
+ * A connected QP's route. Its flow (destination, source and TOS: the QP's
+ * address vector, and the device's netdev) is fixed between two
+ * modify_qp calls that set the address vector, and those reset it. The
+ * dst_cache drops a route the stack has invalidated (a routing change, the
+ * netdev going away) on the next lookup; a lookup also checks that the
+ * cached route was made for the same source address. The cache is per CPU
+ * and its users disable BH, so packets of one QP may be built on several
+ * CPUs at once. Without CONFIG_DST_CACHE every packet is routed anew.
  */
-struct sk_buff *rrxe_tx_skb(struct net_device *ndev, bool ipv6, const u8 *saddr,
-			    const u8 *daddr, u8 tos, unsigned int len, u8 **data)
+struct rrxe_route {
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	struct dst_cache cache;
+#else
+	u8 unused; /* not an empty struct */
+#endif
+};
+
+struct rrxe_route *rrxe_route_alloc(void)
+{
+	struct rrxe_route *r = kzalloc(sizeof(*r), GFP_KERNEL);
+
+	if (!r)
+		return NULL;
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	if (dst_cache_init(&r->cache, GFP_KERNEL)) {
+		kfree(r);
+		return NULL;
+	}
+#endif
+	return r;
+}
+
+/* Frees a route made by rrxe_route_alloc, which nobody uses any more. */
+void rrxe_route_free(struct rrxe_route *r)
+{
+	if (!r)
+		return;
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	dst_cache_destroy(&r->cache);
+#endif
+	kfree(r);
+}
+
+/* Forgets the cached route: the flow changed. Any context. */
+void rrxe_route_reset(struct rrxe_route *r)
+{
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	dst_cache_reset(&r->cache);
+#endif
+}
+
+/* The IPv4 route of @fl, from @route when it has one (NULL: none cached). */
+static struct rtable *rrxe_route4(struct net *net, struct rrxe_route *route,
+				  struct flowi4 *fl)
+{
+	struct rtable *rt = NULL;
+
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	if (route) {
+		__be32 saddr;
+
+		local_bh_disable();
+		rt = dst_cache_get_ip4(&route->cache, &saddr);
+		local_bh_enable();
+		if (rt && saddr == fl->saddr)
+			return rt;
+		if (rt)
+			ip_rt_put(rt);
+	}
+#endif
+	rt = ip_route_output_key(net, fl);
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	if (route && !IS_ERR(rt)) {
+		local_bh_disable();
+		dst_cache_set_ip4(&route->cache, &rt->dst, fl->saddr);
+		local_bh_enable();
+	}
+#endif
+	return rt;
+}
+
+#if IS_ENABLED(CONFIG_IPV6)
+/* The IPv6 route of @fl, from @route when it has one; never an error dst. */
+static struct dst_entry *rrxe_route6(struct net *net, struct rrxe_route *route,
+				     struct flowi6 *fl)
+{
+	struct dst_entry *dst;
+
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	if (route) {
+		struct in6_addr saddr;
+
+		local_bh_disable();
+		dst = dst_cache_get_ip6(&route->cache, &saddr);
+		local_bh_enable();
+		if (dst && ipv6_addr_equal(&saddr, &fl->saddr))
+			return dst;
+		if (dst)
+			dst_release(dst);
+	}
+#endif
+	dst = ip6_dst_lookup_flow(net, NULL, fl, NULL);
+	if (IS_ERR(dst))
+		return dst;
+	if (dst->error) {
+		int err = dst->error;
+
+		dst_release(dst);
+		return ERR_PTR(err);
+	}
+#if IS_ENABLED(CONFIG_DST_CACHE)
+	if (route) {
+		local_bh_disable();
+		dst_cache_set_ip6(&route->cache, dst, &fl->saddr);
+		local_bh_enable();
+	}
+#endif
+	return dst;
+}
+#endif
+
+/*
+ * An skb for one IP packet of @len bytes leaving through @ndev's namespace
+ * towards @daddr, routed with @saddr as source (through @route's cache when
+ * @route is not NULL): the route is attached, and *data points at the
+ * (uninitialised) network header the caller fills.
+ */
+struct sk_buff *rrxe_tx_skb(struct net_device *ndev, struct rrxe_route *route, bool ipv6,
+			    const u8 *saddr, const u8 *daddr, u8 tos, unsigned int len,
+			    u8 **data)
 {
 	struct net *net = dev_net(ndev);
 	struct dst_entry *dst;
@@ -331,7 +459,7 @@ struct sk_buff *rrxe_tx_skb(struct net_device *ndev, bool ipv6, const u8 *saddr,
 
 		memcpy(&fl.saddr, saddr, 4);
 		memcpy(&fl.daddr, daddr, 4);
-		rt = ip_route_output_key(net, &fl);
+		rt = rrxe_route4(net, route, &fl);
 		if (IS_ERR(rt))
 			return ERR_CAST(rt);
 		dst = &rt->dst;
@@ -344,15 +472,9 @@ struct sk_buff *rrxe_tx_skb(struct net_device *ndev, bool ipv6, const u8 *saddr,
 
 		memcpy(&fl.saddr, saddr, 16);
 		memcpy(&fl.daddr, daddr, 16);
-		dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
+		dst = rrxe_route6(net, route, &fl);
 		if (IS_ERR(dst))
 			return ERR_CAST(dst);
-		if (dst->error) {
-			int err = dst->error;
-
-			dst_release(dst);
-			return ERR_PTR(err);
-		}
 #else
 		return ERR_PTR(-EAFNOSUPPORT);
 #endif

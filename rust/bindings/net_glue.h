@@ -22,8 +22,13 @@ void rrxe_net_put(u64 ticket);
 u64 rrxe_rx_dropped_count(void);
 struct workqueue_struct *rrxe_workqueue(void);
 void rrxe_flush_workqueue(void);
-struct sk_buff *rrxe_tx_skb(struct net_device *ndev, bool ipv6, const u8 *saddr,
-			    const u8 *daddr, u8 tos, unsigned int len, u8 **data);
+struct rrxe_route;
+struct rrxe_route *rrxe_route_alloc(void);
+void rrxe_route_free(struct rrxe_route *route);
+void rrxe_route_reset(struct rrxe_route *route);
+struct sk_buff *rrxe_tx_skb(struct net_device *ndev, struct rrxe_route *route, bool ipv6,
+			    const u8 *saddr, const u8 *daddr, u8 tos, unsigned int len,
+			    u8 **data);
 void rrxe_tx_ip4_ident(struct sk_buff *skb);
 int rrxe_tx_send(struct sk_buff *skb, bool ipv6);
 void rrxe_kfree_skb(struct sk_buff *skb);

@@ -116,6 +116,50 @@ impl Drop for NetTicket {
     }
 }
 
+/// A connected QP's route, kept between packets (a `dst_cache`, per CPU).
+///
+/// The flow it routes (destination, source, TOS, netdev) must stay the
+/// same until [`RouteCache::reset`]; the stack's own invalidations (a
+/// routing change, the netdev going away) are noticed on the next packet,
+/// and so is a packet with another source address.
+///
+/// # Invariants
+///
+/// `ptr` came from `rrxe_route_alloc` and is freed once, on drop.
+pub struct RouteCache {
+    ptr: NonNull<bindings::rrxe_route>,
+}
+
+// SAFETY: The cache is per CPU, and the C side disables BH around each use,
+// so any number of threads may use one at once; reset is a single store.
+unsafe impl Send for RouteCache {}
+// SAFETY: See above.
+unsafe impl Sync for RouteCache {}
+
+impl RouteCache {
+    /// An empty cache (it allocates per-CPU storage; may sleep).
+    pub fn new() -> Result<Self> {
+        // SAFETY: No preconditions; null on failure.
+        let ptr = unsafe { bindings::rrxe_route_alloc() };
+        // INVARIANT: A fresh route from `rrxe_route_alloc`.
+        NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
+    }
+
+    /// Forgets the cached route, when the flow changes. Any context.
+    pub fn reset(&self) {
+        // SAFETY: Live (the invariant); a reset is a single store.
+        unsafe { bindings::rrxe_route_reset(self.ptr.as_ptr()) };
+    }
+}
+
+impl Drop for RouteCache {
+    fn drop(&mut self) {
+        // SAFETY: Ours (the invariant), and with `&mut self` nobody else
+        // uses it.
+        unsafe { bindings::rrxe_route_free(self.ptr.as_ptr()) };
+    }
+}
+
 /// An outgoing IP packet, routed, with its bytes still to be written.
 ///
 /// # Invariants
@@ -131,9 +175,16 @@ pub struct TxPacket {
 
 impl TxPacket {
     /// Routes a packet from `saddr` to `daddr` (4 or 16 bytes each) in
-    /// `ndev`'s namespace, leaving by `ndev`, and allocates `len` bytes for
-    /// it.
-    pub fn new(ndev: &NetDev, saddr: &[u8], daddr: &[u8], tos: u8, len: usize) -> Result<Self> {
+    /// `ndev`'s namespace, leaving by `ndev`, through `route`'s cache when
+    /// there is one, and allocates `len` bytes for it.
+    pub fn new(
+        ndev: &NetDev,
+        route: Option<&RouteCache>,
+        saddr: &[u8],
+        daddr: &[u8],
+        tos: u8,
+        len: usize,
+    ) -> Result<Self> {
         let v6 = match (saddr.len(), daddr.len()) {
             (4, 4) => false,
             (16, 16) => true,
@@ -141,11 +192,14 @@ impl TxPacket {
         };
         let mut data = core::ptr::null_mut();
         let len32 = u32::try_from(len).map_err(|_| EINVAL)?;
-        // SAFETY: `ndev` is live; the addresses are readable for their
-        // lengths (4 or 16, matching `v6`); `data` is a valid out-pointer.
+        let route = route.map_or(core::ptr::null_mut(), |r| r.ptr.as_ptr());
+        // SAFETY: `ndev` is live; `route` is null or a live cache; the
+        // addresses are readable for their lengths (4 or 16, matching
+        // `v6`); `data` is a valid out-pointer.
         let skb = unsafe {
             bindings::rrxe_tx_skb(
                 ndev.as_raw(),
+                route,
                 v6,
                 saddr.as_ptr(),
                 daddr.as_ptr(),

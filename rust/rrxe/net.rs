@@ -4,7 +4,12 @@
 //! transport headers, the payload, its pad and the ICRC), and the first
 //! checks on packets that arrive, before the transports see them.
 
-use crate::ib::{crc, device::Device, net::TxPacket, stats::Counter};
+use crate::ib::{
+    crc,
+    device::Device,
+    net::{RouteCache, TxPacket},
+    stats::Counter,
+};
 use crate::logic::{
     hdr::{self, Bth, Layout, Service},
     icrc::{self, UDP_HDR},
@@ -85,10 +90,12 @@ pub fn connected_out(a: &QpAttrs, qpn: u32) -> IpOut {
 
 /// Sends one packet: `hdrs` (the BTH and its extension headers) and
 /// `payload_len` bytes that `fill` writes, padded to four bytes, with the
-/// ICRC. The BTH's pad count is set here.
+/// ICRC. The BTH's pad count is set here. A connected QP passes its
+/// `route` cache.
 pub fn xmit(
     dev: &Device<Rrxe>,
     out: &IpOut,
+    route: Option<&RouteCache>,
     hdrs: &[u8],
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
@@ -103,7 +110,7 @@ pub fn xmit(
     } else {
         (&out.sgid[..], &out.dgid[..])
     };
-    let mut tx = TxPacket::new(&ndev, s, d, out.traffic_class, total)?;
+    let mut tx = TxPacket::new(&ndev, route, s, d, out.traffic_class, total)?;
     {
         let p = tx.data();
         out.write(p, udp_payload).ok_or(EINVAL)?;

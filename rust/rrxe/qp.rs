@@ -11,6 +11,7 @@
 
 use crate::ib::{
     device::Device,
+    net::RouteCache,
     wr::{RecvWr, SendWr},
 };
 use crate::ib::{
@@ -114,6 +115,9 @@ pub struct QpShared {
     pub kernel: bool,
     /// The core's handle for the QP, carried by kernel completions.
     pub handle: usize,
+    /// The route of a connected QP's packets (RC and UC), kept between
+    /// packets; `modify_qp` resets it when it sets the address vector.
+    pub route: Option<RouteCache>,
     /// The device, for the send task: valid while `dead` is false (the
     /// QP's destruction sets it, then waits for running tasks).
     dev: *const Device<Rrxe>,
@@ -446,10 +450,15 @@ impl QpOps<Rrxe> for RrxeQp {
             RcState::new(0, 0, gfp)?
         };
         let mut rc_state = Some(rc_state);
+        let mut route = match init.ty {
+            QpType::Rc | QpType::Uc => Some(RouteCache::new()?),
+            _ => None,
+        };
         let mut inner = Some(QpInner { attrs, sq, rq });
         let make = |qpn: u32| {
             let inner = inner.take().ok_or(EINVAL)?;
             let rc_state = rc_state.take().ok_or(EINVAL)?;
+            let route = route.take();
             Arc::pin_init(
                 try_pin_init!(QpShared {
                 qpn,
@@ -468,6 +477,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
                 kernel,
                 handle: init.handle,
+                route,
                 dev: core::ptr::from_ref(device),
                 dead: AtomicBool::new(false),
                 task <- new_work!("rrxe::QpShared::task"),
@@ -512,6 +522,11 @@ impl QpOps<Rrxe> for RrxeQp {
         check(s, &g, new, cur, mask)?;
         let was = g.attrs.state;
         qp::apply(&mut g.attrs, new, mask);
+        if mask & qp::mask::AV != 0 {
+            if let Some(r) = &s.route {
+                r.reset();
+            }
+        }
         let to_err = g.attrs.state == QpState::Err && was != QpState::Err;
         if to_err {
             flush(s, &mut g);

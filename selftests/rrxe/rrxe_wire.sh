@@ -9,7 +9,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 11
 
 A=rrxtwa B=rrxtwb
 cleanup_net
@@ -49,6 +49,43 @@ check "ibv_uc_pingpong -c between namespaces over IPv6 (3000-byte messages, 256-
 	pingpong_ns ibv_uc_pingpong $A rrxewa $B rrxewb 10.78.0.1 fd78: -s 3000 -m 256 -n 50
 check "ibv_ud_pingpong -c with inline 1-byte messages, the other direction" \
 	pingpong_ns ibv_ud_pingpong $A rrxewa $B rrxewb 10.78.0.1 ffff:10.78.0 -s 1 -n 50
+# A connected QP keeps its route between packets (as rxe keeps an RC QP's
+# in its socket), so a routing change must reach a QP already streaming: a
+# host route to the peer through a gateway that does not answer, added
+# under a running RC stream, must stop the peer from receiving its packets
+# at once, where a stale route would still deliver them.
+rcvd_b() { cat $hw/rrxewb/ports/1/hw_counters/rcvd_pkts; }
+route_change() {
+	local log=/tmp/rrxe_rt.$$ gi srv cli r0 r1 r2 r3 i rc=0
+	gi=$(gid_index rrxewb ffff:10.78.0)
+	ip netns exec $B ibv_rc_pingpong -d rrxewb -g "$gi" -n 10000000 >$log.s 2>&1 &
+	srv=$!
+	for ((i = 0; i < 200; i++)); do
+		ip netns exec $B ss -Htln "sport = :18515" | grep -q . && break
+		sleep 0.1
+	done
+	ip netns exec $A ibv_rc_pingpong -d rrxewa -g "$gi" -n 10000000 10.78.0.2 >$log.c 2>&1 &
+	cli=$!
+	sleep 2
+	r0=$(rcvd_b); sleep 1; r1=$(rcvd_b)
+	ip -n $A route add 10.78.0.2/32 via 10.78.0.99 dev rrxtva
+	sleep 1
+	r2=$(rcvd_b); sleep 1; r3=$(rcvd_b)
+	ip -n $A route del 10.78.0.2/32 via 10.78.0.99 dev rrxtva
+	kill $srv $cli 2>/dev/null
+	wait $srv $cli 2>/dev/null
+	echo "# B received $((r1 - r0)) packets in the second before the route change, $((r3 - r2)) in the second after it"
+	if [ $((r1 - r0)) -eq 0 ]; then
+		echo "the stream did not run:"; cat $log.s $log.c; rc=1
+	elif [ $((r3 - r2)) -ne 0 ]; then
+		rc=1
+	fi
+	rm -f $log.s $log.c
+	return $rc
+}
+check "a route change reaches a QP that is streaming: its packets take the new route at once" route_change
+check "after the route is removed, ibv_rc_pingpong -c between the namespaces works" \
+	pingpong_ns ibv_rc_pingpong $B rrxewb $A rrxewa 10.78.0.2 ffff:10.78.0 -s 4096 -n 100
 check "a second device in a namespace shares its sockets; they close with the last one" \
 	bash -c "$(declare -f listening)
 		ip netns exec $A ip link add rrxtd9 type dummy && ip -n $A link set rrxtd9 up &&

@@ -158,7 +158,14 @@ fn emit(
     let d = dev.data();
     let fill = |b: &mut [u8]| tx.fill(d, s.pd, s.qpn, slot, b);
     if !dev.has_gid(1, &a.av.dgid) {
-        return tx::send(dev, &net::connected_out(a, s.qpn), &tx.hdrs, tx.len, fill);
+        return tx::send(
+            dev,
+            &net::connected_out(a, s.qpn),
+            s.route.as_ref(),
+            &tx.hdrs,
+            tx.len,
+            fill,
+        );
     }
     if buf.len() < tx.len {
         buf.resize(tx.len, 0u8, GFP_KERNEL)?;
