@@ -3,12 +3,15 @@
 # Port counters: the same names as rdma_rxe's (compared with an rdma_rxe
 # device created after rrxe's is gone: rdma_rxe's netdev notifier takes any
 # RXE-driver device for its own, so the two never share this test), in
-# sysfs and in `rdma statistic`; link_downed counts the link going down.
+# sysfs and in `rdma statistic`; link_downed counts the link going down;
+# rdma_sends and rdma_recvs count the SENDs and receives that completed,
+# as rdma_rxe's do (the same pingpongs move them by the same amounts on a
+# device of each).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -46,6 +49,41 @@ same_as_rxe() {
 	[ "$names" = "$b" ] || { diff <(echo "$names") <(echo "$b"); return 1; }
 }
 check "the same counter names as rdma_rxe" same_as_rxe
+
+# sends_recvs DEV: an RC and a UD pingpong (100 iterations each, buffers
+# checked) between two QPs of DEV on its GID of 10.79.7.1; prints how much
+# rdma_sends and rdma_recvs rose.
+sends_recvs() {
+	local dev=$1 c=/sys/class/infiniband/$1/ports/1/hw_counters s0 r0 gi tool srv i
+	wait_gid "$dev" ffff:10.79.7.1 || { echo "no GID on $dev"; return 1; }
+	gi=$(gid_index "$dev" ffff:10.79.7.1)
+	s0=$(cat "$c/rdma_sends") r0=$(cat "$c/rdma_recvs")
+	for tool in ibv_rc_pingpong ibv_ud_pingpong; do
+		timeout 60 "$tool" -d "$dev" -g "$gi" -c -n 100 -s 512 >/dev/null 2>&1 &
+		srv=$!
+		for ((i = 0; i < 200; i++)); do
+			ss -Htln "sport = :18515" 2>/dev/null | grep -q . && break
+			sleep 0.1
+		done
+		timeout 60 "$tool" -d "$dev" -g "$gi" -c -n 100 -s 512 127.0.0.1 >/dev/null 2>&1 &&
+			wait $srv || { kill $srv 2>/dev/null; echo "$tool on $dev failed"; return 1; }
+	done
+	echo "$(($(cat "$c/rdma_sends") - s0)) $(($(cat "$c/rdma_recvs") - r0))"
+}
+same_counts() {
+	local x y
+	ip addr add 10.79.7.1/24 dev rrxtd1 || return 1
+	modprobe rdma_rxe && rdma link add rrxecmp0 type rxe netdev rrxtd1 || return 1
+	x=$(sends_recvs rrxecmp0)
+	rdma link delete rrxecmp0
+	modprobe -r rdma_rxe
+	link_add rrxek1 rrxtd1 || return 1
+	y=$(sends_recvs rrxek1)
+	rdma link delete rrxek1
+	echo "rdma_sends and rdma_recvs rose by: rdma_rxe $x, rrxe $y"
+	[ -n "$y" ] && [ "$x" = "$y" ] && [ "${y%% *}" -gt 0 ] && [ "${y##* }" -gt 0 ]
+}
+check "rdma_sends and rdma_recvs count completed SENDs and receives as rdma_rxe does" same_counts
 
 cleanup_net
 ktap_finished
