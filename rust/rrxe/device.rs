@@ -14,7 +14,11 @@ use crate::ib::{
     netdev::{Event, Handler, NetDev},
     stats::{self, Counter},
 };
-use crate::logic::{guid, limits as l, mtu};
+use crate::logic::{
+    cqe::{status, Wc},
+    guid, limits as l, mtu,
+    wqe::Opcode,
+};
 use crate::pr_err_ratelimited;
 use crate::rrxe::{
     ah::{AhShared, RrxeAh},
@@ -100,6 +104,22 @@ impl RrxeDev {
     /// Adds `n` to a port counter.
     pub fn count(&self, c: Counter, n: u64) {
         self.counters[c as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a send WQE that finished with `wc` (signaled or not), as
+    /// rxe's completer does: `rdma_sends` counts the SENDs that succeeded.
+    pub fn count_send_done(&self, wc: &Wc) {
+        if wc.status == status::SUCCESS && wc.opcode == Opcode::Send.wc_opcode() {
+            self.count(Counter::RdmaSend, 1);
+        }
+    }
+
+    /// Counts a receive completion, as rxe's responder does: `rdma_recvs`
+    /// counts those that succeeded.
+    pub fn count_recv_done(&self, wc: &Wc) {
+        if wc.status == status::SUCCESS {
+            self.count(Counter::RdmaRecv, 1);
+        }
     }
 
     /// The device attributes.

@@ -71,6 +71,7 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         } else {
             uc::send_one(dev, s, &slot, &attrs)
         };
+        dev.data().count_send_done(&wc);
         if sig || signaled || wc.status != status::SUCCESS {
             let _ = s.send_wc(&wc);
         }

@@ -278,12 +278,13 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
 }
 
 /// Completes the held receive WQE (taking it) with `st`.
-fn complete_held(qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicited: bool) {
+fn complete_held(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicited: bool) {
     if let Some((slot, _)) = rx.held.take() {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         wc.qp_num = qp.qpn;
         wc.qp_cookie = qp.handle;
         wc.port_num = 1;
+        d.count_recv_done(&wc);
         let _ = qp.recv_wc(&wc, solicited);
     }
 }
@@ -315,6 +316,7 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
         Ok(r) => r,
         Err(_) => {
             complete_held(
+                d,
                 qp,
                 rx,
                 Wc {
@@ -333,6 +335,7 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
         // (class E); without, it stays for the next message (class D1).
         if qp.srq.is_some() {
             complete_held(
+                d,
                 qp,
                 rx,
                 Wc {
@@ -347,6 +350,7 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
     }
     if scatter_at(d, qp.pd, slot, r.num_sge, rx.offset, p.payload).is_err() {
         complete_held(
+            d,
             qp,
             rx,
             Wc {
@@ -369,7 +373,7 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
             wc.wc_flags = flags::WITH_IMM;
             wc.ex = imm;
         }
-        complete_held(qp, rx, wc, p.se);
+        complete_held(d, qp, rx, wc, p.se);
         rx.offset = 0;
     }
     true
@@ -444,7 +448,7 @@ fn recv_write(
                     ex: imm,
                     ..Default::default()
                 };
-                complete_held(qp, rx, wc, p.se);
+                complete_held(d, qp, rx, wc, p.se);
             }
         }
     }

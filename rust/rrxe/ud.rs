@@ -341,5 +341,6 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
             wc.ex = imm;
         }
     }
+    d.count_recv_done(&wc);
     let _ = qp.recv_wc(&wc, dg.solicited);
 }

@@ -72,7 +72,7 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             rc.backoff.on_progress();
             restart(&mut rc, &a);
         }
-        complete_ready(s, &mut rc, &mut s.inner.lock());
+        complete_ready(dev.data(), s, &mut rc, &mut s.inner.lock());
         let kick = (e.rewound && rc.rnr_until.is_none())
             || ((e.progressed || e.rewound) && rc.win.stalled);
         if kick {

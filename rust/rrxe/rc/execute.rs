@@ -210,6 +210,7 @@ fn send(
     }
     if let Some((slot, _)) = rc.held.take() {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
+        d.count_recv_done(&wc);
         let _ = s.recv_wc(&wc, p.se);
         rc.spare = slot;
     }
@@ -288,6 +289,7 @@ fn write(
                 wr_id: wqe::wr_id(&slot).unwrap_or(0),
                 ..Default::default()
             };
+            d.count_recv_done(&wc);
             let _ = s.recv_wc(&wc, p.se);
             rc.spare = slot;
         }

@@ -63,7 +63,7 @@ use crate::logic::{
     rc,
 };
 use crate::rrxe::{
-    device::Rrxe,
+    device::{Rrxe, RrxeDev},
     net::{self, RxPkt},
     qp::{self as qpm, QpInner, QpShared},
     tx::{self, Packet},
@@ -195,12 +195,13 @@ fn to_err(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
 
 /// Retires finished WQEs from the head of the send queue, in order. In ERR
 /// the flush has completed the ring's WQEs already: nothing to do.
-fn complete_ready(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
+fn complete_ready(d: &RrxeDev, s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
     if g.attrs.state == QpState::Err {
         return;
     }
     while let Some(f) = rc.win.retire(g.sq.consumer()) {
         let _ = g.sq.consume();
+        d.count_send_done(&f.wc);
         if f.signaled || s.sig_all || f.wc.status != status::SUCCESS {
             let _ = s.send_wc(&f.wc);
         }

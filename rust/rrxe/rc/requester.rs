@@ -86,7 +86,7 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
                     let mut rc = s.rc.lock();
                     let mut g = s.inner.lock();
                     rc.win.finish(i, tx::fail_status(e));
-                    complete_ready(s, &mut rc, &mut g);
+                    complete_ready(dev.data(), s, &mut rc, &mut g);
                 }
             }
         }
@@ -105,7 +105,7 @@ fn run_local(d: &RrxeDev, s: &QpShared, i: usize) {
     }
     rc.win.finish(i, local_op(d, s, &f.w));
     rc.win.next += 1;
-    complete_ready(s, &mut rc, &mut s.inner.lock());
+    complete_ready(d, s, &mut rc, &mut s.inner.lock());
 }
 
 /// Picks the next packet (or local operation) under the QP's locks.
@@ -142,7 +142,7 @@ fn prepare(
     if f.state == FState::Done {
         // Finished early (invalid, or failed locally): completes in order.
         rc.win.pass_finished(&f);
-        complete_ready(s, rc, g);
+        complete_ready(dev.data(), s, rc, g);
         return Step::Again;
     }
     if f.local() {

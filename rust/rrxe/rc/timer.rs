@@ -110,6 +110,6 @@ pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
     } else {
         d.count(Counter::RetryExceeded, 1);
         rc.deadline = None;
-        complete_ready(s, &mut rc, &mut g);
+        complete_ready(d, s, &mut rc, &mut g);
     }
 }
