@@ -123,6 +123,21 @@ gid_index() {
 	ibv_devinfo -v -d "$1" | sed -n "s/.*GID\[ *\([0-9]*\)\]:.*$2.*/\1/p" | head -n1
 }
 
+# pp_listening PID [NS]: waits (up to 20 s) until the ibv_*_pingpong server
+# PID listens on TCP port 18515, the tools' default, in namespace NS (this
+# one when none): it does once its QPs exist, which a slow guest may take
+# seconds to make. Returns at once if PID has exited.
+pp_listening() {
+	local pid=$1 pre=() i
+	[ -n "${2:-}" ] && pre=(ip netns exec "$2")
+	for ((i = 0; i < 200; i++)); do
+		"${pre[@]}" ss -Htln "sport = :18515" 2>/dev/null | grep -q . && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # pingpong_ns TOOL NS_SRV DEV_SRV NS_CLI DEV_CLI SRV_IP GID_TEXT ARGS...: a
 # stock ibv_*_pingpong with its server in one namespace and its client in
 # another, each on its own device, using the GID that contains GID_TEXT
@@ -133,14 +148,8 @@ pingpong_ns() {
 	gi=$(gid_index "$dev_s" "$g")
 	[ -n "$gi" ] || { echo "no GID like $g on $dev_s"; return 1; }
 	ip netns exec "$ns_s" "$tool" -d "$dev_s" -g "$gi" -c "$@" >$log 2>&1 &
-	local srv=$! i
-	# The server listens on TCP port 18515 (the tools' default) once its
-	# QPs exist; wait for that (a slow guest may take seconds).
-	for ((i = 0; i < 200; i++)); do
-		ip netns exec "$ns_s" ss -Htln "sport = :18515" 2>/dev/null | grep -q . && break
-		kill -0 $srv 2>/dev/null || break
-		sleep 0.1
-	done
+	local srv=$!
+	pp_listening $srv "$ns_s"
 	timeout "${PP_TIMEOUT:-60}" ip netns exec "$ns_c" "$tool" -d "$dev_c" -g "$gi" -c "$@" "$ip" || {
 		kill $srv 2>/dev/null; cat $log; rm -f $log; return 1; }
 	wait $srv || { cat $log; rm -f $log; return 1; }

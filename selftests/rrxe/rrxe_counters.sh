@@ -54,17 +54,14 @@ check "the same counter names as rdma_rxe" same_as_rxe
 # checked) between two QPs of DEV on its GID of 10.79.7.1; prints how much
 # rdma_sends and rdma_recvs rose.
 sends_recvs() {
-	local dev=$1 c=/sys/class/infiniband/$1/ports/1/hw_counters s0 r0 gi tool srv i
+	local dev=$1 c=/sys/class/infiniband/$1/ports/1/hw_counters s0 r0 gi tool srv
 	wait_gid "$dev" ffff:10.79.7.1 || { echo "no GID on $dev"; return 1; }
 	gi=$(gid_index "$dev" ffff:10.79.7.1)
 	s0=$(cat "$c/rdma_sends") r0=$(cat "$c/rdma_recvs")
 	for tool in ibv_rc_pingpong ibv_ud_pingpong; do
 		timeout 60 "$tool" -d "$dev" -g "$gi" -c -n 100 -s 512 >/dev/null 2>&1 &
 		srv=$!
-		for ((i = 0; i < 200; i++)); do
-			ss -Htln "sport = :18515" 2>/dev/null | grep -q . && break
-			sleep 0.1
-		done
+		pp_listening $srv
 		timeout 60 "$tool" -d "$dev" -g "$gi" -c -n 100 -s 512 127.0.0.1 >/dev/null 2>&1 &&
 			wait $srv || { kill $srv 2>/dev/null; echo "$tool on $dev failed"; return 1; }
 	done

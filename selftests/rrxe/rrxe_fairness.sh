@@ -57,10 +57,7 @@ gi=$(gid_index rrxeqb ffff:10.78.0.2)
 ip netns exec $B timeout 300 ib_read_bw -F -d rrxeqb -x "$gi" -s $size -n $reads -o 16 \
 	>"$tmp/victim" 2>&1 &
 victim=$!
-for ((i = 0; i < 200; i++)); do
-	ip netns exec $B ss -Htln "sport = :18515" 2>/dev/null | grep -q . && break
-	sleep 0.1
-done
+pp_listening $victim $B
 ip netns exec $A timeout 300 ib_read_bw -F -d rrxeqa -x "$gi" -s $size -n $reads -o 16 -u 10 \
 	10.78.0.2 >"$tmp/reader" 2>&1 &
 reader=$!

@@ -28,18 +28,14 @@ tx_frames() { cat /sys/class/net/rrxtg0/statistics/tx_packets; }
 # local_pp TOOL SIZE: TOOL's server on the GID of 10.79.0.1, its client on the
 # GID of 10.79.0.2, both on rrxeg0; no frame left the netdev meanwhile.
 local_pp() {
-	local tool=$1 size=$2 ga gb before log=/tmp/rrxe_gid.$$ srv i rc=0
+	local tool=$1 size=$2 ga gb before log=/tmp/rrxe_gid.$$ srv rc=0
 	ga=$(gid_index rrxeg0 ffff:10.79.0.1)
 	gb=$(gid_index rrxeg0 ffff:10.79.0.2)
 	[ -n "$ga" ] && [ -n "$gb" ] || { echo "GIDs: '$ga' '$gb'"; return 1; }
 	before=$(tx_frames)
 	"$tool" -d rrxeg0 -g "$ga" -c -n 200 -s "$size" >$log 2>&1 &
 	srv=$!
-	for ((i = 0; i < 200; i++)); do
-		ss -Htln "sport = :18515" 2>/dev/null | grep -q . && break
-		kill -0 $srv 2>/dev/null || break
-		sleep 0.1
-	done
+	pp_listening $srv
 	timeout 60 "$tool" -d rrxeg0 -g "$gb" -c -n 200 -s "$size" 127.0.0.1 || rc=1
 	if [ $rc -ne 0 ]; then
 		kill $srv 2>/dev/null

@@ -93,17 +93,13 @@ frames() { cat "/sys/class/net/$1/statistics/tx_packets"; }
 # "RTR refused" (ib_core could not resolve the peer), "timeout" or
 # "failed".
 pingpong() {
-	local tool=$1 size=$2 s=$3 ga gb srv i rc=0
+	local tool=$1 size=$2 s=$3 ga gb srv rc=0
 	ga=$(gid_index $A "ffff:$IPA")
 	gb=$(gid_index $B "ffff:$IPB")
 	[ -n "$ga" ] && [ -n "$gb" ] || { echo "failed (no GID index)"; return; }
 	timeout -k 2 $((s + 5)) "$tool" -d $A -g "$ga" -c -n 200 -s "$size" >"$log/srv" 2>&1 &
 	srv=$!
-	for ((i = 0; i < 200; i++)); do
-		ss -Htln "sport = :18515" 2>/dev/null | grep -q . && break
-		kill -0 $srv 2>/dev/null || break
-		sleep 0.1
-	done
+	pp_listening $srv
 	timeout -k 2 "$s" "$tool" -d $B -g "$gb" -c -n 200 -s "$size" 127.0.0.1 >"$log/cli" 2>&1 || rc=$?
 	[ $rc -eq 0 ] || kill $srv 2>/dev/null
 	wait $srv || { [ $rc -ne 0 ] || rc=1; }

@@ -56,14 +56,11 @@ check "ibv_ud_pingpong -c with inline 1-byte messages, the other direction" \
 # at once, where a stale route would still deliver them.
 rcvd_b() { cat $hw/rrxewb/ports/1/hw_counters/rcvd_pkts; }
 route_change() {
-	local log=/tmp/rrxe_rt.$$ gi srv cli r0 r1 r2 r3 i rc=0
+	local log=/tmp/rrxe_rt.$$ gi srv cli r0 r1 r2 r3 rc=0
 	gi=$(gid_index rrxewb ffff:10.78.0)
 	ip netns exec $B ibv_rc_pingpong -d rrxewb -g "$gi" -n 10000000 >$log.s 2>&1 &
 	srv=$!
-	for ((i = 0; i < 200; i++)); do
-		ip netns exec $B ss -Htln "sport = :18515" | grep -q . && break
-		sleep 0.1
-	done
+	pp_listening $srv $B
 	ip netns exec $A ibv_rc_pingpong -d rrxewa -g "$gi" -n 10000000 10.78.0.2 >$log.c 2>&1 &
 	cli=$!
 	sleep 2

@@ -214,17 +214,13 @@ wait_pid() {
 	wait "$1"
 }
 lossy_pingpong() {
-	local gi srv cli i src ccl
+	local gi srv cli src ccl
 	gi=$(gid_index rrxefa ffff:10.78.0)
 	[ -n "$gi" ] || { echo "no IPv4 GID on rrxefa"; return 1; }
 	ip netns exec $A ibv_rc_pingpong -d rrxefa -g "$gi" -c -s 4096 -m 1024 -n $lossy \
 		>"$tmp/lossy.srv" 2>&1 &
 	srv=$!
-	for ((i = 0; i < 200; i++)); do
-		ip netns exec $A ss -Htln "sport = :18515" 2>/dev/null | grep -q . && break
-		kill -0 $srv 2>/dev/null || break
-		sleep 0.1
-	done
+	pp_listening $srv $A
 	ip netns exec $B ibv_rc_pingpong -d rrxefb -g "$gi" -c -s 4096 -m 1024 -n $lossy 10.78.0.1 \
 		>"$tmp/lossy.cli" 2>&1 &
 	cli=$!
