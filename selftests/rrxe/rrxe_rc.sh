@@ -4,7 +4,8 @@
 # of one device (SEND scatter/gather and immediates, RDMA WRITE and READ,
 # atomics and a fetch_add race, RNR and transport retries, the ERR flush,
 # remote access violations, memory windows, atomic alignment in memory,
-# FLUSH rights, RESET dropping what is in flight), data compared byte for
+# FLUSH rights, RESET dropping what is in flight, a responder destroyed
+# the moment it completes a receive), data compared byte for
 # byte. Then the stock tools on that device: ibv_rc_pingpong and
 # ibv_srq_pingpong validating every buffer, perftest's RC bandwidth and
 # latency tests over verbs and rdma_cm. Then between two namespaces over a
@@ -18,7 +19,7 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
-ktap_set_plan 34
+ktap_set_plan 35
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
@@ -32,7 +33,7 @@ mk_dummy rrxtr0 && ip addr add 10.81.0.1/24 dev rrxtr0 && link_add rrxer0 rrxtr0
 wait_gid rrxer0 ffff:10.81.0.1 || ktap_exit_fail_msg "no IPv4 GID"
 gi=$(gid_index rrxer0 ffff:10.81.0.1)
 bin=$work/rrxe_rc_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_rc_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_rc_test"
+cc -Wall -O2 -o "$bin" "$dir/rrxe_rc_test.c" -libverbs -pthread || ktap_exit_fail_msg "cannot build rrxe_rc_test"
 
 t() { timeout 300 "$bin" rrxer0 "$@"; }
 check "RC SEND: 10257 bytes from 2 SGEs into 3, with immediate, 0 bytes, 100 in a row signaled every 10th" t send
@@ -53,6 +54,8 @@ check "RC FLUSH needs the QP's flush rights and the MR's; one of no placement ty
 	t flush
 check "RESET drops without a completion a SEND RNR-looping (RTS), one failed halfway (ERR) and a receive held mid-SEND (RTS), RC and UC; reconnected with new PSNs only the new SEND (and a READ) completes" \
 	t reset
+check "RC: a responder that destroys its QP the moment its receive completes still ACKs the SEND (100 times; the requester's SEND completes with SUCCESS)" \
+	t ack_destroy
 
 # pp TOOL PORT ARGS...: a stock ibv_*_pingpong validating its buffers (-c),
 # server and client on rrxer0 with its IPv4 GID, over TCP to 127.0.0.1.

@@ -43,6 +43,13 @@
  *               mid-message (ERR and RTS -> RESET), RC and UC; receives
  *               posted before. Reconnected with new PSNs, only the new
  *               SEND (and an RC READ) completes, into a new receive
+ *   ack_destroy the responder destroys its QP the moment its receive
+ *               completes (woken by the completion event, it preempts the
+ *               requester's doorbell), 100 times: the ACK of that SEND
+ *               must still reach the requester, whose SEND completes with
+ *               SUCCESS (rdma_rxe's destroy waits for its responder, which
+ *               sends the ACK; rdma_client destroys its QP so, and
+ *               rdma_server's SEND, at retry_cnt 7, would retry for ever)
  *
  * The PSN of the first direction starts just below the 24-bit wrap, so the
  * bigger transfers cross it.
@@ -50,6 +57,8 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_rxe.h>
@@ -224,6 +233,9 @@ static int new_maps(uintptr_t *out, int max)
 	return nout;
 }
 
+/* The completion channel of the next make_end()'s receive CQ, if any. */
+static struct ibv_comp_channel *rcq_channel;
+
 static int make_end(struct end *e, bool ex, enum ibv_qp_type type)
 {
 	uintptr_t m[4];
@@ -233,7 +245,7 @@ static int make_end(struct end *e, bool ex, enum ibv_qp_type type)
 
 	memset(e, 0, sizeof(*e));
 	e->scq = ibv_create_cq(ctx, CQE, NULL, NULL, 0);
-	e->rcq = ibv_create_cq(ctx, CQE, NULL, NULL, 0);
+	e->rcq = ibv_create_cq(ctx, CQE, NULL, rcq_channel, 0);
 	if (!e->scq || !e->rcq)
 		FAIL("create CQs: %s", strerror(errno));
 	if (ex) {
@@ -1714,6 +1726,116 @@ static int mode_reset(void)
 	return 0;
 }
 
+/*
+ * ack_destroy's responder: a SCHED_FIFO thread on the requester's CPU,
+ * asleep on its receive CQ's completion channel. The completion event wakes
+ * it, and it preempts the requester, whose doorbell is delivering the SEND
+ * through the loopback, at once: the receive is completed and the QP
+ * destroyed before that doorbell has sent the ACK. rdma_client meets this
+ * by chance, when the kernel preempts rdma_server's doorbell there.
+ */
+struct spinner {
+	struct end *b;
+	struct ibv_comp_channel *ch;
+	int status;		/* the receive's status, or -1: none */
+	int destroyed;		/* ibv_destroy_qp's result */
+};
+
+static void *wait_destroy(void *arg)
+{
+	struct spinner *sp = arg;
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+	void *cctx;
+	int n;
+
+	sp->status = -1;
+	sp->destroyed = -1;
+	if (ibv_req_notify_cq(sp->b->rcq, 0))
+		return NULL;
+	n = ibv_poll_cq(sp->b->rcq, 1, &wc);
+	if (!n) {
+		if (ibv_get_cq_event(sp->ch, &cq, &cctx))
+			return NULL;
+		ibv_ack_cq_events(cq, 1);
+		n = ibv_poll_cq(sp->b->rcq, 1, &wc);
+	}
+	sp->status = n == 1 ? (int)wc.status : -1;
+	sp->destroyed = ibv_destroy_qp(sp->b->qp);
+	sp->b->qp = NULL;
+	return NULL;
+}
+
+static int mode_ack_destroy(void)
+{
+	/* 4.096 us * 2^10 = 4.2 ms, one retry: a lost ACK fails in about 15 ms. */
+	struct popt o = def;
+	struct sched_param prio = { .sched_priority = 1 };
+	int runs = 100, lost = 0;
+	pthread_attr_t ta;
+	cpu_set_t cpu;
+
+	o.timeout = 10;
+	o.retry_cnt = 1;
+	pattern(src, BUF, 11);
+	CPU_ZERO(&cpu);
+	CPU_SET(sched_getcpu(), &cpu);
+	if (sched_setaffinity(0, sizeof(cpu), &cpu))
+		FAIL("sched_setaffinity: %s", strerror(errno));
+	if (pthread_attr_init(&ta) || pthread_attr_setinheritsched(&ta, PTHREAD_EXPLICIT_SCHED) ||
+	    pthread_attr_setschedpolicy(&ta, SCHED_FIFO) || pthread_attr_setschedparam(&ta, &prio) ||
+	    pthread_attr_setaffinity_np(&ta, sizeof(cpu), &cpu))
+		FAIL("thread attributes");
+	for (int i = 0; i < runs; i++) {
+		struct spinner sp = { 0 };
+		struct ibv_wc wc;
+		struct pair p = { 0 };
+		pthread_t t;
+		int n, ret;
+
+		sp.ch = ibv_create_comp_channel(ctx);
+		if (!sp.ch)
+			FAIL("ibv_create_comp_channel: %s", strerror(errno));
+		rcq_channel = sp.ch;
+		ret = make_end(&p.b, false, IBV_QPT_RC);
+		rcq_channel = NULL;
+		if (ret || make_end(&p.a, false, IBV_QPT_RC) ||
+		    connect_qp(p.a.qp, p.b.qp->qp_num, REMOTE_ALL, PSN_A, PSN_B, &o) ||
+		    connect_qp(p.b.qp, p.a.qp->qp_num, o.b_access, PSN_B, PSN_A, &o) ||
+		    post_recv1(p.b.qp, 1, dst, 64))
+			return 1;
+		sp.b = &p.b;
+		ret = pthread_create(&t, &ta, wait_destroy, &sp);
+		if (ret)
+			FAIL("pthread_create (SCHED_FIFO): %s", strerror(ret));
+		/* Until the thread sleeps in ibv_get_cq_event. */
+		usleep(2000);
+		n = post_send1(p.a.qp, IBV_WR_SEND, 2, src, 16, 0) ? -2 : poll_wc(p.a.scq, &wc, WAIT_MS);
+		pthread_join(t, NULL);
+		if (n == -2)
+			return 1;
+		if (sp.status != IBV_WC_SUCCESS || sp.destroyed)
+			FAIL("run %d: the receive completed with status %d, destroy returned %d", i, sp.status,
+			     sp.destroyed);
+		if (n != 1)
+			FAIL("run %d: the SEND has no completion within %d ms", i, WAIT_MS);
+		if (wc.status != IBV_WC_SUCCESS) {
+			if (!lost)
+				printf("run %d: the SEND completed with %s: its ACK was lost\n", i,
+				       ibv_wc_status_str(wc.status));
+			lost++;
+		}
+		if (pair_free(&p))
+			return 1;
+		if (ibv_destroy_comp_channel(sp.ch))
+			FAIL("ibv_destroy_comp_channel: %s", strerror(errno));
+	}
+	if (lost)
+		FAIL("%d of %d SENDs lost their ACK when the responder destroyed its QP at once", lost, runs);
+	printf("ack_destroy ok: %d SENDs completed with SUCCESS\n", runs);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -1721,13 +1843,13 @@ static const struct {
 	{ "send", mode_send },		{ "write_read", mode_write_read }, { "atomic", mode_atomic },
 	{ "rnr", mode_rnr },		{ "flush_err", mode_flush_err },   { "security", mode_security },
 	{ "mw", mode_mw },		{ "retry", mode_retry },	   { "atomic_align", mode_atomic_align },
-	{ "flush", mode_flush },	{ "reset", mode_reset },
+	{ "flush", mode_flush },	{ "reset", mode_reset },	   { "ack_destroy", mode_ack_destroy },
 };
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush|reset\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush|reset|ack_destroy\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
