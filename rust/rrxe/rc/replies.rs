@@ -181,10 +181,17 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
         let (tx, read) = {
             let mut rc = s.rc.lock();
             // A responder destroyed mid-read (its process killed, say)
-            // sends nothing more.
+            // sends no more of its read responses. What it owes for the
+            // requests it completed (an ACK, a NAK, an atomic's or an
+            // empty response: one packet each) still goes out: its
+            // consumer may destroy the QP the moment a receive completes,
+            // before this context sends that SEND's ACK, and the peer's
+            // requester would retry it (for ever at retry_cnt 7). rxe's
+            // destroy waits for its responder, which sends it.
             if s.is_dead() {
-                rc.replies.clear();
-                return false;
+                while matches!(rc.replies.front_mut(), Some(Reply::Read(_))) {
+                    rc.replies.pop();
+                }
             }
             match next(&mut rc, &a) {
                 Some(x) => x,

@@ -140,9 +140,10 @@ impl RcState {
     }
 
     /// The QP's destruction: drops the message in progress and returns the
-    /// receive WQE it held (to be freed outside spinlocks).
+    /// receive WQE it held (to be freed outside spinlocks). The replies
+    /// stay: the context that queued them sends what the QP owes for the
+    /// requests it completed (see `replies::pump`).
     pub fn release(&mut self) -> Option<(KVec<u8>, u32)> {
-        self.replies.clear();
         self.msg = None;
         self.write = None;
         self.held.take()
@@ -165,6 +166,7 @@ impl RcState {
             *r = None;
         }
         self.res_next = 0;
+        self.replies.clear();
         ResetOut {
             _held: self.release(),
             _timer: self.take_timer(),
