@@ -23,8 +23,12 @@ use crate::rrxe::{
 use kernel::{prelude::*, sync::Arc};
 
 /// The user doorbell: processes the send queue up to the producer index.
-/// `EINVAL` below RTS (as rxe); in ERR, posted WQEs are flushed.
+/// `EINVAL` below RTS (as rxe); in ERR, posted WQEs are flushed. What its
+/// packets bring to an idle device of this kernel is received here, after
+/// it (and the replies to that too): a WRITE to another namespace and its
+/// ACK take no context switch.
 pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
+    let _in_place = crate::ib::net::ReceiveInPlace::begin();
     process_sq(q.device(), &q.data().shared)
 }
 
