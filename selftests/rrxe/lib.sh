@@ -249,8 +249,21 @@ no_user_objects() {
 	return 1
 }
 
-# The kernel log's length now, for no_kernel_report.
-kmsg_mark() { dmesg | wc -l; }
+# The kernel log's newest timestamp now (seconds since boot), for
+# kmsg_since and no_kernel_report. Not a count of lines: once the ring
+# buffer wraps (it keeps the newest lines), a count points past the end
+# and a test would see none of its own lines.
+kmsg_mark() {
+	dmesg | awk 'match($0, /^\[ *[0-9]+\.[0-9]+\]/) { t = substr($0, RSTART + 1, RLENGTH - 2) + 0 }
+		END { printf "%.6f\n", t }'
+}
+
+# kmsg_since MARK: the kernel log's lines logged after MARK (kmsg_mark's);
+# a line without a timestamp goes with the line before it.
+kmsg_since() {
+	dmesg | awk -v m="$1" 'match($0, /^\[ *[0-9]+\.[0-9]+\]/) { t = substr($0, RSTART + 1, RLENGTH - 2) + 0 }
+		t > m + 0'
+}
 
 # no_kernel_report MARK: fails, printing them, if the kernel logged a WARN,
 # BUG, oops, KASAN, lockdep or hung-task report after MARK (from kmsg_mark).
@@ -258,7 +271,7 @@ kmsg_mark() { dmesg | wc -l; }
 no_kernel_report() {
 	local re='WARNING:|BUG:|Oops|KASAN|UBSAN|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|suspicious RCU usage|INFO: task .* blocked|kernel BUG|list_add corruption|list_del corruption|refcount_t:|Kernel panic'
 	local hits
-	hits=$(dmesg | tail -n +"$(($1 + 1))" | grep -E "$re")
+	hits=$(kmsg_since "$1" | grep -E "$re")
 	[ -z "$hits" ] && return 0
 	echo "kernel reports:"
 	printf '%s\n' "$hits" | head -n 20

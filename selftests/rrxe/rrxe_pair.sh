@@ -118,10 +118,10 @@ nvme_io() {
 	rc=$?
 	[ $rc -eq 0 ] || { echo "fio exited $rc"; printf '%s\n' "$out" | tail -n 20; }
 	timeout 60 nvme disconnect -n "$NQN" >/dev/null || { echo "nvme disconnect failed"; rc=1; }
-	n=$(dmesg | tail -n +"$((m + 1))" | grep -c "starting error recovery")
+	n=$(kmsg_since "$m" | grep -c "starting error recovery")
 	if [ "$n" -gt 0 ] && [ "$strict" = 1 ]; then
 		echo "the host needed error recovery $n times:"
-		dmesg | tail -n +"$((m + 1))" | grep "nvme" | head -n 10
+		kmsg_since "$m" | grep "nvme" | head -n 10
 		rc=1
 	elif [ "$n" -gt 0 ]; then
 		# rdma_rxe's host QP can go to the error state with no error

@@ -166,7 +166,7 @@ nvme_bound() {
 	mark=$(kmsg_mark)
 	timeout 60 nvme connect -t rdma -a $IPB -s 4420 -n $NQN --host-traddr=$IPA \
 		--ctrl-loss-tmo=1 >"$log/cli" 2>&1 || rc=$?
-	out=$(dmesg | tail -n +"$((mark + 1))")
+	out=$(kmsg_since "$mark")
 	if [ $rc -eq 0 ]; then
 		echo ok
 		timeout 60 nvme disconnect -n $NQN >/dev/null
