@@ -128,6 +128,24 @@ void rrxe_flush_workqueue(void) { flush_workqueue(rrxe_wq); }
 
 static bool rrxe_rx_defer(struct rrxe_rxq *rq);
 
+/*
+ * Wakes @rq's worker for a packet just queued, unless a context drains @rq
+ * now: that one looks at the queue again when it lets it go
+ * (rrxe_rxq_release), so the packet is not left behind. The wake would
+ * only preempt a task for nothing (the worker, a FIFO task, finds the
+ * queue busy and returns), often the very sender draining the queue: in a
+ * ping-pong, each side's packets reach a queue the other side's doorbell
+ * is draining.
+ */
+static void rrxe_rxq_kick(struct rrxe_rxq *rq)
+{
+	/* Orders the queueing before the read of busy; pairs with the
+	 * barrier in rrxe_rxq_release. */
+	smp_mb();
+	if (!atomic_read(&rq->busy))
+		kthread_queue_work(rq->worker, &rq->work);
+}
+
 static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct ib_device *ibdev = skb->dev ? ib_device_get_by_netdev(skb->dev, RDMA_DRIVER_RXE) : NULL;
@@ -145,7 +163,7 @@ static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	}
 	skb_queue_tail(&rq->q, skb);
 	if (!rrxe_rx_defer(rq))
-		kthread_queue_work(rq->worker, &rq->work);
+		rrxe_rxq_kick(rq);
 	return 0;
 }
 
@@ -201,7 +219,10 @@ static unsigned int rrxe_rxq_drain(struct rrxe_rxq *rq, unsigned int budget)
 static void rrxe_rxq_release(struct rrxe_rxq *rq)
 {
 	atomic_set(&rq->busy, 0);
-	smp_mb__after_atomic();
+	/* A full barrier (atomic_set is a plain store, which a later load
+	 * may pass): pairs with the one in rrxe_rxq_kick, so a packet queued
+	 * while the queue was busy is seen here, or its sender saw it idle. */
+	smp_mb();
 	if (!skb_queue_empty_lockless(&rq->q))
 		kthread_queue_work(rq->worker, &rq->work);
 }
