@@ -24,7 +24,13 @@
 #                                         ~25 s), results and a PNG in
 #                                         bench-out/; BENCH_* variables
 #                                         (tools/bench-wire) pass through to
-#                                         the guest, e.g. BENCH_REPS=3
+#                                         the guest, e.g. BENCH_REPS=3;
+#                                         then the same grid between two
+#                                         guests (tools/bench --pair): the
+#                                         latency cells over a dgram link,
+#                                         the bandwidth cells over the
+#                                         lossless stream link, in
+#                                         bench-out/pair-lat and pair-bw
 # make kernel / make debug-kernel         build (or reuse) a test kernel
 # make clean
 
@@ -75,8 +81,14 @@ bench: setup
 		$(TOOLS)/guest -- env "$${vars[@]}" BENCH_OUT="$$out/wire" tools/bench --wire | \
 		tee "$$out/wire/bench-wire.txt" || rc=1; \
 	/usr/bin/python3 $(TOOLS)/bench-report "$$out/wire" --png >/dev/null || rc=1; \
-	echo "bench: tables in $$out/loopback/bench.txt and $$out/wire/bench-wire.txt"; \
-	echo "bench: plot in $$out/wire/bench-wire.png"; \
+	for g in lat:dgram bw:stream; do \
+		RRXE_OUT="$$out/pair-guests-$${g%%:*}" RRXE_PAIR_LINK=$${g#*:} RRXE_GUEST_TIMEOUT=$${BENCH_TIMEOUT:-21600} \
+			$(TOOLS)/guest --pair -- env "$${vars[@]}" BENCH_GRID=$${g%%:*} BENCH_OUT="$$out/pair-$${g%%:*}" \
+			tools/bench --pair | tee "$$out/bench-pair-$${g%%:*}.txt" || rc=1; \
+		/usr/bin/python3 $(TOOLS)/bench-report "$$out/pair-$${g%%:*}" --png >/dev/null || rc=1; \
+	done; \
+	echo "bench: tables in $$out/loopback/bench.txt, $$out/wire/bench-wire.txt, $$out/bench-pair-lat.txt and $$out/bench-pair-bw.txt"; \
+	echo "bench: plots in $$out/wire/, $$out/pair-lat/ and $$out/pair-bw/ (bench-wire.png)"; \
 	exit $$rc
 
 clean:
