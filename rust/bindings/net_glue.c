@@ -11,7 +11,8 @@
  *
  * Packets arrive in softirq: the encap callback resolves the RXE-driver
  * device of the ingress netdev (taking a reference), queues the skb on
- * that device's receive queue and kicks the queue's worker, which hands
+ * that device's receive queue and kicks the queue's worker (unless a
+ * context drains the queue already: see rrxe_rxq_kick), which hands
  * each packet to the Rust receive path in process context. Each device has
  * its own queue and worker (struct rrxe_rxq, made and freed by the Rust
  * side with the device), so that a flood at one device is not a queue in
