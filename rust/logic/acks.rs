@@ -13,8 +13,8 @@
 //! sends) is ignored, so a blind spoofer has to hit one of the few PSNs in
 //! flight rather than any of half the PSN space.
 
-use super::flights::{nak_status, Flight, Window};
-use super::rc::{op, read_resp_pos, Nak, Syndrome};
+use super::flights::{nak_status, FState, Flight, Window};
+use super::rc::{op, psn_diff, read_resp_pos, Nak, Syndrome};
 use super::uc::psn_add;
 use super::uc::Pos;
 use core::ops::DerefMut;
@@ -35,6 +35,13 @@ pub enum Action {
     /// A sequence NAK about the `k`-th WQE: a transport retry, resuming
     /// at the NAK's PSN.
     Seq {
+        /// The WQE, by index from the consumer.
+        k: u32,
+    },
+    /// A positive response past the one the `k`-th WQE (a read or atomic)
+    /// waits for: the responder answers in PSN order, so that one was
+    /// lost. A transport retry, resuming at the response it lacks.
+    Lost {
         /// The WQE, by index from the consumer.
         k: u32,
     },
@@ -97,6 +104,12 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         let Some((k, i)) = self.target(cons, k) else {
             return none;
         };
+        if syn == Syndrome::Ack && self.lost_before(i, psn) {
+            return Taken {
+                progressed,
+                action: Action::Lost { k },
+            };
+        }
         let nak = matches!(syn, Syndrome::Rnr(_) | Syndrome::Nak(_));
         if nak && !self.nak_fits(k, i, psn) {
             return none;
@@ -132,6 +145,25 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         };
         let sent = psn_sub(self.psn, f.first_psn);
         psn_sub(psn, f.first_psn) < sent
+    }
+
+    /// Whether a positive response at `psn` shows that the response the
+    /// read or atomic in slot `i` waits for was lost: it is past that one
+    /// (the responder answers in order, on a link that keeps order), and
+    /// no retry has started at that response yet. Notes the retry.
+    fn lost_before(&mut self, i: usize, psn: u32) -> bool {
+        let Some(f) = self.flights[i].as_ref() else {
+            return false;
+        };
+        let want = f.next_response_psn();
+        if !f.rd_atomic() || f.state != FState::Sent || psn_diff(psn, want) <= 0 {
+            return false;
+        }
+        if self.lost_at == Some(want) {
+            return false;
+        }
+        self.lost_at = Some(want);
+        true
     }
 
     /// Whether a NAK or RNR NAK with PSN `psn` can be about the `k`-th WQE
@@ -391,5 +423,84 @@ mod tests {
         let t = w.take_response(0, op::ACK, 50, Syndrome::Ack);
         assert!(t.progressed);
         assert_eq!(state(&w, send), (FState::Done, status::SUCCESS));
+    }
+
+    #[test]
+    fn a_response_past_a_lost_one_retries_once() {
+        // A READ of 3 packets at PSN 10 (responses 10..=12) and a SEND at
+        // 13, all sent. Response 10 came; 11 was lost, so 12 shows it.
+        let mut w = window(10);
+        let read = post(&mut w, Opcode::RdmaRead, 3000, None);
+        let send = post(&mut w, Opcode::Send, 10, None);
+        // A First read response at `psn`: the READ takes its 1024 bytes.
+        let first = |w: &mut Win, psn: u32| {
+            let t = w.take_response(0, op::READ_RESP_FIRST, psn, Syndrome::Ack);
+            assert_eq!(
+                t.action,
+                Action::ReadResp {
+                    i: read,
+                    pos: Pos::First
+                },
+                "at {psn}"
+            );
+            w.flights[read].as_mut().unwrap().got += 1024;
+        };
+        first(&mut w, 10);
+        let t = w.take_response(0, op::READ_RESP_LAST, 12, Syndrome::Ack);
+        assert_eq!(t.action, Action::Lost { k: 0 });
+        assert_eq!(w.lost_at, Some(11));
+        // The rest of the answer being retried, or an ACK of the SEND
+        // behind it, starts no second retry.
+        for (opcode, psn) in [(op::READ_RESP_LAST, 12), (op::ACK, 13)] {
+            let t = w.take_response(0, opcode, psn, Syndrome::Ack);
+            assert_ne!(t.action, Action::Lost { k: 0 }, "{opcode:#x} at {psn}");
+        }
+        // The retry's first packet is the one expected; once the read has
+        // moved on, a gap after that retries again.
+        first(&mut w, 11);
+        let t = w.take_response(0, op::ACK, 13, Syndrome::Ack);
+        assert_eq!(t.action, Action::Lost { k: 0 });
+        assert_eq!(w.lost_at, Some(12));
+        assert_eq!(state(&w, read), (FState::Sent, 0));
+        assert_eq!(state(&w, send), (FState::Sent, 0));
+    }
+
+    #[test]
+    fn an_atomic_ack_lost_shows_behind_a_later_ack() {
+        // An atomic at 20, a SEND at 21: the SEND's ACK means the atomic's
+        // ACK was lost. A NAK there does not (it retries nothing itself).
+        let mut w = window(20);
+        post(&mut w, Opcode::FetchAdd, 8, None);
+        post(&mut w, Opcode::Send, 10, None);
+        let t = w.take_response(0, op::ACK, 21, nak(Nak::RemAccess));
+        assert_ne!(t.action, Action::Lost { k: 0 });
+        let t = w.take_response(0, op::ACK, 21, Syndrome::Ack);
+        assert_eq!(t.action, Action::Lost { k: 0 });
+        // The atomic's own ACK is no gap.
+        let mut w = window(20);
+        let fa = post(&mut w, Opcode::FetchAdd, 8, None);
+        let t = w.take_response(0, op::ATOMIC_ACK, 20, Syndrome::Ack);
+        assert_eq!(t.action, Action::AtomicAck { i: fa });
+        assert_eq!(w.lost_at, None);
+    }
+
+    #[test]
+    fn a_read_not_yet_sent_again_sees_no_gap() {
+        // Rewound (by a retry) and not yet sent again: the rest of the old
+        // answer is ignored, and so is a response past it.
+        let mut w = window(0);
+        let read = post(&mut w, Opcode::RdmaRead, 4096, None);
+        w.flights[read].as_mut().unwrap().got = 1024;
+        w.rewind(0, 0);
+        assert_eq!(
+            w.flights[read].unwrap().got,
+            1024,
+            "a rewind keeps the data"
+        );
+        assert_eq!(
+            w.take_response(0, op::READ_RESP_LAST, 3, Syndrome::Ack),
+            NONE
+        );
+        assert_eq!(w.lost_at, None);
     }
 }

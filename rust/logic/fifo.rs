@@ -84,6 +84,30 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Fifo<S> {
         (0..self.len).any(|k| self.slots[self.at(k)].as_ref().is_some_and(&mut f))
     }
 
+    /// The oldest entry that satisfies `f`.
+    pub fn find_mut(&mut self, mut f: impl FnMut(&T) -> bool) -> Option<&mut T> {
+        let k = (0..self.len).find(|&k| self.slots[self.at(k)].as_ref().is_some_and(&mut f))?;
+        let i = self.at(k);
+        self.slots[i].as_mut()
+    }
+
+    /// Drops the entries `keep` refuses; the others keep their order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let mut kept = 0;
+        for k in 0..self.len {
+            let i = self.at(k);
+            if let Some(x) = self.slots[i].take() {
+                if keep(&x) {
+                    // `kept <= k`: never a slot still to be read.
+                    let j = self.at(kept);
+                    self.slots[j] = Some(x);
+                    kept += 1;
+                }
+            }
+        }
+        self.len = kept;
+    }
+
     /// Drops every entry.
     pub fn clear(&mut self) {
         while self.pop().is_some() {}
@@ -141,9 +165,38 @@ mod tests {
         assert!(f.push(8, add), "a full queue still merges");
         assert!(!f.push(1, never));
         assert!(f.any(|&x| x == 14) && !f.any(|&x| x == 1));
-        assert_eq!(f.front_mut().copied(), Some(7));
+        if let Some(x) = f.find_mut(|&x| x > 5) {
+            *x += 1;
+        }
+        assert!(
+            f.any(|&x| x == 8) && f.any(|&x| x == 14),
+            "the oldest match"
+        );
+        assert!(f.find_mut(|&x| x == 99).is_none());
+        assert_eq!(f.front_mut().copied(), Some(8));
         f.clear();
         assert!(f.is_empty() && f.front_mut().is_none());
+    }
+
+    #[test]
+    fn retain_keeps_order_across_the_wrap() {
+        let mut f = q(4);
+        for x in [1, 2, 3] {
+            assert!(f.push(x, never));
+        }
+        assert_eq!(f.pop(), Some(1));
+        for x in [4, 5] {
+            assert!(f.push(x, never));
+        }
+        // 2, 3, 4, 5 with the head at slot 1.
+        f.retain(|&x| x != 3 && x != 4);
+        assert_eq!(f.len(), 2);
+        assert!(f.push(6, never) && f.push(7, never));
+        assert!(!f.push(8, never));
+        let got: Vec<_> = core::iter::from_fn(|| f.pop()).collect();
+        assert_eq!(got, [2, 5, 6, 7]);
+        f.retain(|_| false);
+        assert!(f.is_empty());
     }
 
     #[test]

@@ -150,6 +150,15 @@ impl Flight {
         )
     }
 
+    /// The PSN of the response a read, atomic, ATOMIC WRITE or FLUSH waits
+    /// for next: the one after the read data received so far.
+    pub fn next_response_psn(&self) -> u32 {
+        psn_add(
+            self.first_psn,
+            (self.got / u64::from(self.seg.max(1))) as u32,
+        )
+    }
+
     /// Finishes it with status `st`.
     pub fn finish(&mut self, st: u32) {
         self.state = FState::Done;
@@ -172,8 +181,10 @@ impl Flight {
             Opcode::RdmaRead => {}
             _ => return Response::Ignore,
         }
-        let idx = (self.got / mtu) as u32;
-        if psn != psn_add(self.first_psn, idx) || pos.starts() != (self.got == 0) {
+        // A read retried part-way is answered again from the first packet
+        // it lacks, as a read of the rest (a First or an Only packet), so
+        // once data has come any position may continue it.
+        if psn != self.next_response_psn() || (self.got == 0 && !pos.starts()) {
             return Response::Ignore;
         }
         let last = pos.ends();
@@ -232,6 +243,10 @@ pub struct Window<S> {
     pub rnr_left: u8,
     /// The requester stopped for a window, a fence or `max_rd_atomic`.
     pub stalled: bool,
+    /// The response PSN at which the last retry for lost responses started
+    /// (see `take_response`): a later response past the same PSN is the
+    /// rest of the answer that was retried, and starts no second retry.
+    pub lost_at: Option<u32>,
 }
 
 impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
@@ -251,6 +266,7 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
             retry_left: 0,
             rnr_left: 0,
             stalled: false,
+            lost_at: None,
         }
     }
 
@@ -266,6 +282,7 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         self.rd_atomic = 0;
         self.acked = None;
         self.stalled = false;
+        self.lost_at = None;
     }
 
     /// The slot of the `k`-th WQE from consumer index `cons`.
@@ -366,14 +383,14 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         Some(f)
     }
 
-    /// Sends again from the `k`-th WQE on (its first packet included).
+    /// Sends again from the `k`-th WQE on (its first packet included). A
+    /// read keeps the data it has received: it asks again for the rest.
     pub fn rewind(&mut self, cons: u32, k: u32) {
         for j in k..self.taken {
             let i = self.slot_of(cons, j);
             if let Some(f) = self.flights[i].as_mut() {
                 if f.state != FState::Done {
                     f.state = FState::Pending;
-                    f.got = 0;
                     if f.counted {
                         f.counted = false;
                         self.rd_atomic = self.rd_atomic.saturating_sub(1);
@@ -699,6 +716,23 @@ mod tests {
         assert_eq!(
             f.check_response(12, Pos::Last, 400),
             Response::Finish(status::BAD_RESP_ERR)
+        );
+        // Retried from 11 after 1024 bytes: the new answer starts with a
+        // First (or an Only for one packet), and the old one's Middle at
+        // the same PSN is as good.
+        f.got = 1024;
+        assert_eq!(f.next_response_psn(), 11);
+        for pos in [Pos::First, Pos::Middle] {
+            assert_eq!(
+                f.check_response(11, pos, 1024),
+                Response::Data { last: false }
+            );
+        }
+        assert_eq!(f.check_response(12, Pos::Middle, 1024), Response::Ignore);
+        f.got = 2048;
+        assert_eq!(
+            f.check_response(12, Pos::Only, 452),
+            Response::Data { last: true }
         );
         let aw = Flight::new(wqe(Opcode::AtomicWrite, 8), Wc::default(), 3, 1024);
         assert_eq!(

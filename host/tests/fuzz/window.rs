@@ -249,17 +249,19 @@ impl Sim {
             let plen = (f.len - self.w.off).min(mtu);
             (psn_add(f.first_psn, idx), plen, pos, ack_req)
         } else {
-            (f.first_psn, 0, Pos::Only, true)
+            // A READ asks for what it still lacks (`requester::request`).
+            (f.next_response_psn(), 0, Pos::Only, true)
         };
         self.w.sent(i, f, psn, plen, pos.ends());
+        let done = (f.got / u64::from(f.seg.max(1))) as u32;
         self.to_peer.push_back(Req {
             wr: f.w.wr_id,
             psn,
             op: f.w.opcode,
             pos,
             ack_req,
-            len: f.len,
-            npkts: f.npkts,
+            len: f.len - f.got,
+            npkts: f.npkts - done,
         });
         true
     }
@@ -282,6 +284,9 @@ impl Sim {
                 if self.w.retry(self.cons, k, false, self.retry_cnt) {
                     self.w.resume_at(self.cons, k, p.psn);
                 }
+            }
+            Action::Lost { k } => {
+                self.w.retry(self.cons, k, false, self.retry_cnt);
             }
             Action::AtomicAck { i } => {
                 let mut f = self.w.flights[i].unwrap();

@@ -2,7 +2,7 @@
 
 //! The RC completer: takes ACKs, NAKs, read responses and atomic ACKs for
 //! the requester's WQEs, finishes them, and rewinds or waits on sequence
-//! NAKs and RNR NAKs.
+//! NAKs and RNR NAKs, and on a response that shows an earlier one lost.
 
 use super::{
     complete_ready,
@@ -122,6 +122,15 @@ fn take(
             d.count(Counter::RcvSeqErr, 1);
             if rc.retry(cons, k, false, a.retry_cnt) {
                 rc.win.resume_at(cons, k, p.psn);
+                e.rewound = true;
+            } else {
+                d.count(Counter::RetryExceeded, 1);
+            }
+        }
+        Action::Lost { k } => {
+            // As rxe counts the retries its completer starts.
+            d.count(Counter::CompRetry, 1);
+            if rc.retry(cons, k, false, a.retry_cnt) {
                 e.rewound = true;
             } else {
                 d.count(Counter::RetryExceeded, 1);

@@ -17,18 +17,21 @@
 //!
 //! **Completer** (`completer`, `timer`). ACKs (also implied by later
 //! responses), read responses and atomic ACKs retire WQEs in order. A
-//! sequence NAK or the retransmit timer (4.096 µs · 2^timeout) rewinds the
-//! requester to the first unfinished WQE, within `retry_cnt`; an RNR NAK
-//! waits the time its code gives, within `rnr_retry` (7: without limit).
-//! Other NAKs complete the WQE with the error rxe reports, and the QP
-//! enters ERR, flushing the rest.
+//! sequence NAK, a response past one that a read or atomic still waits for
+//! (responses come in PSN order, so that one was lost), or the retransmit
+//! timer (4.096 µs · 2^timeout) rewinds the requester to the first
+//! unfinished WQE, within `retry_cnt`; a read asks again only for the data
+//! it lacks. An RNR NAK waits the time its code gives, within `rnr_retry`
+//! (7: without limit). Other NAKs complete the WQE with the error rxe
+//! reports, and the QP enters ERR, flushing the rest.
 //!
 //! **Responder** (`responder`, `execute`). Checks the PSN (duplicates are
 //! re-ACKed, or replayed from the ring of responder resources for reads and
-//! atomics; one sequence NAK per gap), the opcode sequence, the QP's rights
-//! and, on every packet, the rkey (MR or window), PD and bounds. SENDs take
-//! a receive WQE or are refused with an RNR NAK. Class A and C errors NAK
-//! and put the QP in ERR.
+//! atomics, a read from the packet asked for, ahead of read responses
+//! queued for later PSNs; one sequence NAK per gap), the opcode sequence,
+//! the QP's rights and, on every packet, the rkey (MR or window), PD and
+//! bounds. SENDs take a receive WQE or are refused with an RNR NAK. Class
+//! A and C errors NAK and put the QP in ERR.
 //!
 //! **Replies** (`replies`). The responder's ACKs, NAKs and responses wait
 //! in a bounded queue per QP and leave in order, a few packets from the

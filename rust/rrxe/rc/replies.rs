@@ -56,17 +56,40 @@ pub(super) fn queue(rc: &mut RcState, r: Reply) -> bool {
     })
 }
 
-/// Whether a queued read response covers `psn` (a duplicate of that READ
-/// needs no answer of its own).
-pub(super) fn covers(rc: &RcState, psn: u32) -> bool {
-    rc.replies.any(|r| match r {
-        Reply::Read(r) => {
-            let n = packets(u64::from(r.len), r.seg as u32) as u32;
-            let k = rc::psn_diff(psn, r.psn);
-            k >= 0 && (k as u32) < n
+/// Whether read response `r` has a packet at `psn`.
+fn covers(r: &ReadResp, psn: u32) -> bool {
+    let n = packets(u64::from(r.len), r.seg as u32) as u32;
+    let k = rc::psn_diff(psn, r.psn);
+    k >= 0 && (k as u32) < n
+}
+
+/// Makes way for `r`, the answer to a duplicate READ (checked against the
+/// responder's resources): `true` if a queued answer takes its place.
+///
+/// A requester goes back to the duplicate's PSN (it sees a gap in the
+/// responses, or its timer fires) and asks again for every request after
+/// it. So:
+/// - a read response still queued with a packet at that PSN answers it:
+///   as it is if it has not sent that packet yet; else it goes on as `r`,
+///   from the first packet asked for (the requester ignores the rest of
+///   the first answer, past its gap, and would wait for its timer);
+/// - otherwise `r` is queued, and read responses for later PSNs still
+///   queued are dropped: they would reach the requester first, and it
+///   ignores them until this read is done. It asks for them again, and
+///   they are answered behind `r`.
+pub(super) fn retake(rc: &mut RcState, r: ReadResp) -> bool {
+    if let Some(Reply::Read(q)) = rc
+        .replies
+        .find_mut(|x| matches!(x, Reply::Read(q) if covers(q, r.psn)))
+    {
+        if rc::psn_diff(r.psn, psn_add(q.psn, q.sent)) < 0 {
+            *q = r;
         }
-        _ => false,
-    })
+        return true;
+    }
+    rc.replies
+        .retain(|x| !matches!(x, Reply::Read(q) if rc::psn_diff(q.psn, r.psn) > 0));
+    false
 }
 
 /// A reply packet of `opcode` for `psn`, to the QP's peer, with an AETH of

@@ -251,18 +251,22 @@ fn segment(f: &Flight, off: u64, mut bth: Bth) -> (Packet, bool) {
     (tx, pos.ends())
 }
 
-/// The one packet of a READ, an atomic, ATOMIC WRITE or FLUSH.
+/// The one packet of a READ (of what it still lacks), an atomic, ATOMIC
+/// WRITE or FLUSH.
 fn request(f: &Flight, mut bth: Bth, slot: &[u8]) -> Option<Packet> {
     bth.psn = f.first_psn;
     bth.ack_req = true;
     let mut tx = Packet::new(Headers::default());
     match (f.w.opcode, f.w.detail) {
         (Opcode::RdmaRead, WrDetail::Rdma { remote_addr, rkey }) => {
+            // Retried after part of its data came: a read of the rest, at
+            // the PSN of the first response it lacks (as rxe retries).
             bth.opcode = op::READ_REQUEST;
+            bth.psn = f.next_response_psn();
             tx.hdrs.reth = Some(Reth {
-                va: remote_addr,
+                va: remote_addr.wrapping_add(f.got),
                 rkey,
-                len: f.len as u32,
+                len: (f.len - f.got) as u32,
             });
         }
         (

@@ -77,7 +77,7 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             PsnCheck::Ahead => ahead(d, &mut rc),
             PsnCheck::Duplicate => {
                 d.count(Counter::DupReq, 1);
-                duplicate(&rc, &a, p, req)
+                duplicate(&mut rc, &a, p, req)
             }
             PsnCheck::Expected => {
                 rc.nak_sent = false;
@@ -150,7 +150,7 @@ pub(super) fn add_res(rc: &mut RcState, r: Res) {
 
 /// A request behind the expected PSN: SENDs and WRITEs are ACKed again,
 /// reads and atomics replayed from their resource; anything else dropped.
-fn duplicate(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
+fn duplicate(rc: &mut RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
     let msn = rc.msn;
     match req {
         Req::Send { .. } | Req::Write { .. } => Reply::Ack {
@@ -183,16 +183,17 @@ fn duplicate(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
 }
 
 /// A duplicate READ: replayed when a resource covers its PSN and the
-/// memory it asks for.
-fn duplicate_read(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
-    let Some(reth) = p.reth else {
-        return Reply::None;
-    };
-    // Being answered already: once that read is sent, a later duplicate
-    // asks again for what was lost.
-    if replies::covers(rc, p.psn) {
-        return Reply::None;
+/// memory it asks for (unless a response still queued answers it).
+fn duplicate_read(rc: &mut RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
+    match replay_read(rc, a, p) {
+        Some(r) if !replies::retake(rc, r) => Reply::Read(r),
+        _ => Reply::None,
     }
+}
+
+/// The read response that replays the duplicate READ `p` from a resource.
+fn replay_read(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Option<ReadResp> {
+    let reth = p.reth?;
     for r in rc.res.iter().flatten() {
         if let Res::Read {
             first_psn,
@@ -210,7 +211,7 @@ fn duplicate_read(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
                 && reth.va >= va
                 && matches!((end, req_end), (Some(e), Some(re)) if re <= e)
             {
-                return Reply::Read(ReadResp {
+                return Some(ReadResp {
                     psn: p.psn,
                     va: reth.va,
                     rkey,
@@ -222,5 +223,5 @@ fn duplicate_read(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
             }
         }
     }
-    Reply::None
+    None
 }
