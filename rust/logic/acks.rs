@@ -455,8 +455,13 @@ mod tests {
             let t = w.take_response(0, opcode, psn, Syndrome::Ack);
             assert_ne!(t.action, Action::Lost { k: 0 }, "{opcode:#x} at {psn}");
         }
-        // The retry's first packet is the one expected; once the read has
-        // moved on, a gap after that retries again.
+        // Rewound there, the retry's first packet is the one expected;
+        // once the read has moved on, a gap after that retries again.
+        w.rewind(0, 0);
+        for (i, psn) in [(read, 11), (send, 13)] {
+            let f = w.flights[i].unwrap();
+            w.sent(i, f, psn, 0, true);
+        }
         first(&mut w, 11);
         let t = w.take_response(0, op::ACK, 13, Syndrome::Ack);
         assert_eq!(t.action, Action::Lost { k: 0 });
@@ -492,9 +497,10 @@ mod tests {
         let read = post(&mut w, Opcode::RdmaRead, 4096, None);
         w.flights[read].as_mut().unwrap().got = 1024;
         w.rewind(0, 0);
+        let f = w.flights[read].unwrap();
         assert_eq!(
-            w.flights[read].unwrap().got,
-            1024,
+            (f.got, f.restart),
+            (1024, Some(1024)),
             "a rewind keeps the data"
         );
         assert_eq!(

@@ -91,21 +91,22 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Fifo<S> {
         self.slots[i].as_mut()
     }
 
-    /// Drops the entries `keep` refuses; the others keep their order.
-    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
-        let mut kept = 0;
-        for k in 0..self.len {
-            let i = self.at(k);
-            if let Some(x) = self.slots[i].take() {
-                if keep(&x) {
-                    // `kept <= k`: never a slot still to be read.
-                    let j = self.at(kept);
-                    self.slots[j] = Some(x);
-                    kept += 1;
-                }
-            }
+    /// Queues `x` ahead of the oldest entry that satisfies `f`: `None` if
+    /// none does (nothing is queued), `Some(false)` if the queue is full
+    /// (`x` is dropped).
+    pub fn insert_before(&mut self, x: T, mut f: impl FnMut(&T) -> bool) -> Option<bool> {
+        let k = (0..self.len).find(|&k| self.slots[self.at(k)].as_ref().is_some_and(&mut f))?;
+        if self.len == self.slots.len() {
+            return Some(false);
         }
-        self.len = kept;
+        for j in (k..self.len).rev() {
+            let (from, to) = (self.at(j), self.at(j + 1));
+            self.slots[to] = self.slots[from].take();
+        }
+        let i = self.at(k);
+        self.slots[i] = Some(x);
+        self.len += 1;
+        Some(true)
     }
 
     /// Drops every entry.
@@ -179,24 +180,21 @@ mod tests {
     }
 
     #[test]
-    fn retain_keeps_order_across_the_wrap() {
-        let mut f = q(4);
-        for x in [1, 2, 3] {
+    fn insert_before_keeps_order_across_the_wrap() {
+        let mut f = q(5);
+        for x in [1, 2, 4] {
             assert!(f.push(x, never));
         }
         assert_eq!(f.pop(), Some(1));
-        for x in [4, 5] {
-            assert!(f.push(x, never));
-        }
-        // 2, 3, 4, 5 with the head at slot 1.
-        f.retain(|&x| x != 3 && x != 4);
-        assert_eq!(f.len(), 2);
-        assert!(f.push(6, never) && f.push(7, never));
-        assert!(!f.push(8, never));
+        assert!(f.push(5, never));
+        // 2, 4, 5 with the head at slot 1: 3 goes before the first above 2.
+        assert_eq!(f.insert_before(3, |&x| x > 2), Some(true));
+        assert_eq!(f.insert_before(9, |&x| x > 8), None, "no such entry");
+        assert_eq!(f.len(), 4);
+        assert!(f.push(6, never), "across the wrap");
+        assert_eq!(f.insert_before(0, |_| true), Some(false), "full");
         let got: Vec<_> = core::iter::from_fn(|| f.pop()).collect();
-        assert_eq!(got, [2, 5, 6, 7]);
-        f.retain(|_| false);
-        assert!(f.is_empty());
+        assert_eq!(got, [2, 3, 4, 5, 6]);
     }
 
     #[test]

@@ -47,6 +47,11 @@ pub struct Flight {
     pub counted: bool,
     /// Read response bytes received.
     pub got: u64,
+    /// A read rewound with `got` bytes received asks for the rest, and its
+    /// new answer starts with a First or an Only packet at that point:
+    /// the bytes it had then. Nowhere else may a packet that starts an
+    /// answer continue one.
+    pub restart: Option<u64>,
     /// The completion so far.
     pub wc: Wc,
     /// It asked for a completion.
@@ -78,6 +83,7 @@ impl Flight {
             state: FState::Pending,
             counted: false,
             got: 0,
+            restart: None,
             wc,
             signaled: w.send_flags & wqe::SEND_SIGNALED != 0,
         };
@@ -107,6 +113,7 @@ impl Flight {
             state: FState::Done,
             counted: false,
             got: 0,
+            restart: None,
             wc,
             signaled: true,
         }
@@ -182,9 +189,13 @@ impl Flight {
             _ => return Response::Ignore,
         }
         // A read retried part-way is answered again from the first packet
-        // it lacks, as a read of the rest (a First or an Only packet), so
-        // once data has come any position may continue it.
-        if psn != self.next_response_psn() || (self.got == 0 && !pos.starts()) {
+        // it lacks, as a read of the rest (a First or an Only packet); the
+        // first answer's packet at that PSN (a Middle or a Last) is as good.
+        let at_start = self.got == 0 || self.restart == Some(self.got);
+        if psn != self.next_response_psn()
+            || (pos.starts() && !at_start)
+            || (self.got == 0 && !pos.starts())
+        {
             return Response::Ignore;
         }
         let last = pos.ends();
@@ -391,6 +402,7 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
             if let Some(f) = self.flights[i].as_mut() {
                 if f.state != FState::Done {
                     f.state = FState::Pending;
+                    f.restart = (f.got > 0).then_some(f.got);
                     if f.counted {
                         f.counted = false;
                         self.rd_atomic = self.rd_atomic.saturating_sub(1);
@@ -717,11 +729,15 @@ mod tests {
             f.check_response(12, Pos::Last, 400),
             Response::Finish(status::BAD_RESP_ERR)
         );
-        // Retried from 11 after 1024 bytes: the new answer starts with a
-        // First (or an Only for one packet), and the old one's Middle at
-        // the same PSN is as good.
+        // Not retried, a First or an Only never continues an answer.
         f.got = 1024;
         assert_eq!(f.next_response_psn(), 11);
+        assert_eq!(f.check_response(11, Pos::First, 1024), Response::Ignore);
+        assert_eq!(f.check_response(11, Pos::Only, 1476), Response::Ignore);
+        // Retried from 11 after 1024 bytes: the new answer starts with a
+        // First (or an Only for one packet), and the old one's Middle at
+        // the same PSN is as good; past that point, only a Middle or Last.
+        f.restart = Some(1024);
         for pos in [Pos::First, Pos::Middle] {
             assert_eq!(
                 f.check_response(11, pos, 1024),
@@ -730,6 +746,8 @@ mod tests {
         }
         assert_eq!(f.check_response(12, Pos::Middle, 1024), Response::Ignore);
         f.got = 2048;
+        assert_eq!(f.check_response(12, Pos::Only, 452), Response::Ignore);
+        f.restart = Some(2048);
         assert_eq!(
             f.check_response(12, Pos::Only, 452),
             Response::Data { last: true }

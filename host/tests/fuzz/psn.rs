@@ -285,9 +285,7 @@ fn read_responses(r: &mut Rng) {
                 _ => (expect_psn, p, r.below(u64::from(seg) * 2)),
             };
             let last = spos.ends();
-            // Once data has come, a First or an Only may go on at the
-            // expected PSN (the answer to a read retried part-way).
-            let want = if sp != expect_psn || (i == 0 && !spos.starts()) {
+            let want = if sp != expect_psn || spos.starts() != (i == 0) {
                 Response::Ignore
             } else if (!last && sn != u64::from(seg))
                 || f.got + sn > len

@@ -63,33 +63,52 @@ fn covers(r: &ReadResp, psn: u32) -> bool {
     k >= 0 && (k as u32) < n
 }
 
-/// Makes way for `r`, the answer to a duplicate READ (checked against the
-/// responder's resources): `true` if a queued answer takes its place.
+/// Places `r`, the answer to a duplicate READ (checked against the
+/// responder's resources): `true` if that is done, `false` if it is to be
+/// queued behind everything as usual.
 ///
-/// A requester goes back to the duplicate's PSN (it sees a gap in the
-/// responses, or its timer fires) and asks again for every request after
-/// it. So:
+/// A requester goes back to the duplicate's PSN (it saw a gap in the
+/// responses, or its timer fired) and asks again for every request after
+/// it, ignoring any response for those until this read is done. So:
 /// - a read response still queued with a packet at that PSN answers it:
-///   as it is if it has not sent that packet yet; else it goes on as `r`,
-///   from the first packet asked for (the requester ignores the rest of
-///   the first answer, past its gap, and would wait for its timer);
-/// - otherwise `r` is queued, and read responses for later PSNs still
-///   queued are dropped: they would reach the requester first, and it
-///   ignores them until this read is done. It asks for them again, and
-///   they are answered behind `r`.
+///   as it is if it has not sent that packet yet; else, when the duplicate
+///   asks for exactly the rest of it, it goes on as `r` from the packet
+///   asked for (else the requester would ignore the rest of the first
+///   answer, past its gap, and wait for its timer);
+/// - otherwise `r` goes ahead of the read responses queued for later
+///   PSNs, which reach the requester after it, when it takes them again.
+///
+/// Nothing queued is dropped or shortened: a duplicate that is not what a
+/// requester sends (spoofed, or a stray copy) costs its own answer only.
 pub(super) fn retake(rc: &mut RcState, r: ReadResp) -> bool {
     if let Some(Reply::Read(q)) = rc
         .replies
         .find_mut(|x| matches!(x, Reply::Read(q) if covers(q, r.psn)))
     {
-        if rc::psn_diff(r.psn, psn_add(q.psn, q.sent)) < 0 {
+        if rc::psn_diff(r.psn, psn_add(q.psn, q.sent)) < 0 && rest_of(q, &r) {
             *q = r;
         }
         return true;
     }
+    // Full: dropped, as a reply lost on the wire.
     rc.replies
-        .retain(|x| !matches!(x, Reply::Read(q) if rc::psn_diff(q.psn, r.psn) > 0));
-    false
+        .insert_before(
+            Reply::Read(r),
+            |x| matches!(x, Reply::Read(q) if rc::psn_diff(q.psn, r.psn) > 0),
+        )
+        .is_some()
+}
+
+/// Whether `r`, at one of `q`'s PSNs, asks for exactly the rest of `q`
+/// from there: the same key, the same end, its start as many packets in.
+fn rest_of(q: &ReadResp, r: &ReadResp) -> bool {
+    let k = rc::psn_diff(r.psn, q.psn) as u64;
+    let skip = k * q.seg as u64;
+    r.rkey == q.rkey
+        && r.seg == q.seg
+        && u64::from(q.len) > skip
+        && q.va.checked_add(skip) == Some(r.va)
+        && u64::from(q.len) - skip == u64::from(r.len)
 }
 
 /// A reply packet of `opcode` for `psn`, to the QP's peer, with an AETH of
