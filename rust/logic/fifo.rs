@@ -79,23 +79,28 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Fifo<S> {
         self.slots[i].take()
     }
 
+    /// The position (from the oldest) of the oldest entry that satisfies
+    /// `f`.
+    fn position(&self, mut f: impl FnMut(&T) -> bool) -> Option<usize> {
+        (0..self.len).find(|&k| self.slots[self.at(k)].as_ref().is_some_and(&mut f))
+    }
+
     /// Whether an entry satisfies `f`.
-    pub fn any(&self, mut f: impl FnMut(&T) -> bool) -> bool {
-        (0..self.len).any(|k| self.slots[self.at(k)].as_ref().is_some_and(&mut f))
+    pub fn any(&self, f: impl FnMut(&T) -> bool) -> bool {
+        self.position(f).is_some()
     }
 
     /// The oldest entry that satisfies `f`.
-    pub fn find_mut(&mut self, mut f: impl FnMut(&T) -> bool) -> Option<&mut T> {
-        let k = (0..self.len).find(|&k| self.slots[self.at(k)].as_ref().is_some_and(&mut f))?;
-        let i = self.at(k);
+    pub fn find_mut(&mut self, f: impl FnMut(&T) -> bool) -> Option<&mut T> {
+        let i = self.at(self.position(f)?);
         self.slots[i].as_mut()
     }
 
     /// Queues `x` ahead of the oldest entry that satisfies `f`: `None` if
     /// none does (nothing is queued), `Some(false)` if the queue is full
     /// (`x` is dropped).
-    pub fn insert_before(&mut self, x: T, mut f: impl FnMut(&T) -> bool) -> Option<bool> {
-        let k = (0..self.len).find(|&k| self.slots[self.at(k)].as_ref().is_some_and(&mut f))?;
+    pub fn insert_before(&mut self, x: T, f: impl FnMut(&T) -> bool) -> Option<bool> {
+        let k = self.position(f)?;
         if self.len == self.slots.len() {
             return Some(false);
         }
