@@ -44,6 +44,8 @@ pub mod pma;
 pub mod qp;
 #[path = "../../rust/logic/rc.rs"]
 pub mod rc;
+#[path = "../../rust/logic/readresp.rs"]
+pub mod readresp;
 #[path = "../../rust/logic/ring.rs"]
 pub mod ring;
 #[path = "../../rust/logic/uc.rs"]

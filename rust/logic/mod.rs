@@ -22,6 +22,7 @@ pub mod pkt;
 pub mod pma;
 pub mod qp;
 pub mod rc;
+pub mod readresp;
 pub mod ring;
 pub mod uc;
 pub mod wqe;

@@ -19,7 +19,7 @@ use crate::logic::{
     hdr::{Aeth, Bth, Headers},
     qp::QpAttrs,
     rc::{self, op, Nak, Syndrome},
-    uc::{packets, psn_add, Pos},
+    uc::{psn_add, Pos},
 };
 use crate::rrxe::{
     device::Rrxe,
@@ -56,13 +56,6 @@ pub(super) fn queue(rc: &mut RcState, r: Reply) -> bool {
     })
 }
 
-/// Whether read response `r` has a packet at `psn`.
-fn covers(r: &ReadResp, psn: u32) -> bool {
-    let n = packets(u64::from(r.len), r.seg as u32) as u32;
-    let k = rc::psn_diff(psn, r.psn);
-    k >= 0 && (k as u32) < n
-}
-
 /// Places `r`, the answer to a duplicate READ (checked against the
 /// responder's resources): `true` if that is done, `false` if it is to be
 /// queued behind everything as usual.
@@ -83,9 +76,9 @@ fn covers(r: &ReadResp, psn: u32) -> bool {
 pub(super) fn retake(rc: &mut RcState, r: ReadResp) -> bool {
     if let Some(Reply::Read(q)) = rc
         .replies
-        .find_mut(|x| matches!(x, Reply::Read(q) if covers(q, r.psn)))
+        .find_mut(|x| matches!(x, Reply::Read(q) if q.covers(r.psn)))
     {
-        if rc::psn_diff(r.psn, psn_add(q.psn, q.sent)) < 0 && rest_of(q, &r) {
+        if q.resumes_as(&r) {
             *q = r;
         }
         return true;
@@ -97,18 +90,6 @@ pub(super) fn retake(rc: &mut RcState, r: ReadResp) -> bool {
             |x| matches!(x, Reply::Read(q) if rc::psn_diff(q.psn, r.psn) > 0),
         )
         .is_some()
-}
-
-/// Whether `r`, at one of `q`'s PSNs, asks for exactly the rest of `q`
-/// from there: the same key, the same end, its start as many packets in.
-fn rest_of(q: &ReadResp, r: &ReadResp) -> bool {
-    let k = rc::psn_diff(r.psn, q.psn) as u64;
-    let skip = k * q.seg as u64;
-    r.rkey == q.rkey
-        && r.seg == q.seg
-        && u64::from(q.len) > skip
-        && q.va.checked_add(skip) == Some(r.va)
-        && u64::from(q.len) - skip == u64::from(r.len)
 }
 
 /// A reply packet of `opcode` for `psn`, to the QP's peer, with an AETH of
@@ -132,7 +113,7 @@ fn reply_pkt(a: &QpAttrs, opcode: u8, psn: u32, aeth: Option<(Syndrome, u32)>) -
 /// The next packet of read response `r`, which it counts as sent. `None`
 /// if its address wraps.
 fn read_pkt(a: &QpAttrs, r: &mut ReadResp) -> Option<(Packet, bool)> {
-    let n = packets(u64::from(r.len), r.seg as u32) as u32;
+    let n = r.packets();
     let j = r.sent;
     let off = u64::from(j) * r.seg as u64;
     let plen = (u64::from(r.len) - off).min(r.seg as u64);

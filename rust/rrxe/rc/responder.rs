@@ -24,6 +24,8 @@ use crate::rrxe::{
 };
 use kernel::sync::Arc;
 
+pub(super) use crate::logic::readresp::ReadResp;
+
 /// The responder's answer to a request, queued in order and sent once its
 /// lock is dropped.
 #[derive(Clone, Copy)]
@@ -38,19 +40,6 @@ pub(super) enum Reply {
     Empty { psn: u32, msn: u32 },
     /// Read response packets.
     Read(ReadResp),
-}
-
-/// Read response packets from `psn` on: `len` bytes at `va` of `rkey`,
-/// `seg` bytes per packet, with `msn`; the first `sent` are sent.
-#[derive(Clone, Copy)]
-pub(super) struct ReadResp {
-    pub(super) psn: u32,
-    pub(super) va: u64,
-    pub(super) rkey: u32,
-    pub(super) len: u32,
-    pub(super) msn: u32,
-    pub(super) seg: usize,
-    pub(super) sent: u32,
 }
 
 /// Takes a request packet for QP `s`.
