@@ -20,13 +20,16 @@ RRXE_LINK_TYPE=${RRXE_LINK_TYPE:-rrxe}
 # diagnostics.
 check() {
 	local desc=$1; shift
-	local out
+	local out t=$SECONDS
 	if out=$("$@" 2>&1); then
 		ktap_test_pass "$desc"
 	else
 		ktap_test_fail "$desc"
 		printf '%s\n' "$out" | sed 's/^/# /'
 	fi
+	# The long checks say how long they took (the CI budget is spent there).
+	t=$((SECONDS - t))
+	[ "$t" -lt 10 ] || echo "# the check above took $t s"
 }
 
 # Waits up to $1 seconds for a command to succeed.
