@@ -2,6 +2,8 @@
 # shellcheck shell=bash
 # Shared helpers for the rrxe selftests. Sourced, not run.
 
+lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
 # KTAP output comes from the kernel's own kselftest helpers.
 ktap_dir=${KSELFTEST_DIR:-}
 if [ -z "$ktap_dir" ]; then
@@ -30,6 +32,21 @@ check() {
 	# The long checks say how long they took (the CI budget is spent there).
 	t=$((SECONDS - t))
 	[ "$t" -lt 10 ] || echo "# the check above took $t s"
+}
+
+# prog NAME: the path of the selftests' C program NAME (the Makefile's
+# PROGS, from NAME.c). tools/guest builds them on the host before the boot
+# into $RRXE_PROGS: cc takes 6 to 15 s a program in the test guest and 11
+# to 29 s on the debug kernel, under a second on the host. A program whose
+# sources changed since (or without $RRXE_PROGS) is built here, into a
+# temporary directory.
+prog() {
+	local mk=(make -s -C "$lib_dir") d
+	if [ -n "${RRXE_PROGS:-}" ] && "${mk[@]}" -q BIN="$RRXE_PROGS" "$RRXE_PROGS/$1" 2>/dev/null; then
+		echo "$RRXE_PROGS/$1"
+		return 0
+	fi
+	d=$(mktemp -d) && "${mk[@]}" BIN="$d" "$d/$1" >&2 && echo "$d/$1"
 }
 
 # Waits up to $1 seconds for a command to succeed.

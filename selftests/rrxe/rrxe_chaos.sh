@@ -63,8 +63,7 @@ echo "# seed $seed (RRXE_CHAOS_SEED=$seed repeats the choices)"
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 wd=$(mktemp -d)
-bin=$wd/rrxe_chaos_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_chaos_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_chaos_test"
+bin=$(prog rrxe_chaos_test) || ktap_exit_fail_msg "cannot build rrxe_chaos_test"
 
 # The topology: rrxc0 on the dummy rrxtcd0 (10.81.0.1); rrxc1 on rrxtca in
 # namespace rrxtna (10.81.1.1), rrxc2 on its veth peer rrxtcb in rrxtnb

@@ -14,8 +14,7 @@ ktap_set_plan 6
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && link_add rrxec0 rrxtd0 || ktap_exit_fail_msg "setup failed"
-bin=$(mktemp -d)/rrxe_cq_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_cq_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_cq_test"
+bin=$(prog rrxe_cq_test) || ktap_exit_fail_msg "cannot build rrxe_cq_test"
 
 t() { "$bin" rrxec0 "$@"; }
 check "CQ capacities as rxe (2^k - 1), max_cqe, bad sizes and vectors EINVAL, resize, poll, notify" t api
@@ -35,6 +34,5 @@ check "rdma resource shows no user CQ left" bash -c "$(declare -f cq_count); [ \
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxec0 && ! test -e /sys/class/infiniband/rrxec0"
 
-rm -rf "$(dirname "$bin")"
 cleanup_net
 ktap_finished

@@ -19,8 +19,7 @@ cleanup_net
 unload_rrxe
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && mk_dummy rrxtd1 || ktap_exit_fail_msg "setup failed"
-bin=$(mktemp -d)/rrxe_dm_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_dm_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_dm_test"
+bin=$(prog rrxe_dm_test) || ktap_exit_fail_msg "cannot build rrxe_dm_test"
 
 default=$(cat $param)
 by_default() {
@@ -74,6 +73,5 @@ check "devices with device memory delete cleanly" \
 echo "$default" >$param
 check "dm_size is back to its default" bash -c "[ \$(cat $param) = $default ]"
 
-rm -rf "$(dirname "$bin")"
 cleanup_net
 ktap_finished

@@ -27,11 +27,8 @@ mk_dummy rrxtd0 && ip addr add 10.79.0.1/24 dev rrxtd0 && link_add rrxeh0 rrxtd0
 wait_for 10 bash -c "ibv_devinfo -v -d rrxeh0 | grep -q 'GID\\[  1\\]'" || ktap_exit_fail_msg "GIDs did not appear"
 wait_gid rrxeh0 ffff:10.79.0.1 || ktap_exit_fail_msg "no IPv4 GID"
 tmp=$(mktemp -d)
-bin=$tmp/rrxe_hostile_test
-storm=$tmp/rrxe_hostile_storm
-cc -Wall -O2 -o "$bin" "$dir/rrxe_hostile_test.c" -libverbs -lpthread || ktap_exit_fail_msg "cannot build rrxe_hostile_test"
-cc -Wall -O2 -o "$storm" "$dir/rrxe_hostile_storm.c" -libverbs -lpthread ||
-	ktap_exit_fail_msg "cannot build rrxe_hostile_storm"
+bin=$(prog rrxe_hostile_test) || ktap_exit_fail_msg "cannot build rrxe_hostile_test"
+storm=$(prog rrxe_hostile_storm) || ktap_exit_fail_msg "cannot build rrxe_hostile_storm"
 
 rounds=300 scale=1
 # The debug kernel takes over 3 s for one ring's worth of WQEs, and 14 s

@@ -13,8 +13,7 @@ ktap_set_plan 11
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && link_add rrxem0 rrxtd0 || ktap_exit_fail_msg "setup failed"
-bin=$(mktemp -d)/rrxe_mr_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_mr_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_mr_test"
+bin=$(prog rrxe_mr_test) || ktap_exit_fail_msg "cannot build rrxe_mr_test"
 
 t() { "$bin" rrxem0 "$@"; }
 check "reg/dereg with each valid access combination; lkey == rkey in the MR range" t basic
@@ -37,6 +36,5 @@ check "process exit without dereg frees every MR" leak_then_clean
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxem0 && ! test -e /sys/class/infiniband/rrxem0"
 
-rm -rf "$(dirname "$bin")"
 cleanup_net
 ktap_finished

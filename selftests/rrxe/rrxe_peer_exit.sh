@@ -15,8 +15,7 @@ ktap_print_header
 ktap_set_plan 5
 
 dummy_dev rrxepx0 10.79.1.1
-bin=$(mktemp -d)/rrxe_peer_exit_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_peer_exit_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_peer_exit_test"
+bin=$(prog rrxe_peer_exit_test) || ktap_exit_fail_msg "cannot build rrxe_peer_exit_test"
 
 # killed MODE: round 0 checks the data; three more rounds kill the peer at
 # 10, 40 and 70% of round 0's time; then no kernel report.
@@ -41,6 +40,5 @@ check "the killed processes left no QP, CQ, MR or PD behind" no_leftovers
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxepx0 && ! test -e /sys/class/infiniband/rrxepx0"
 
-rm -rf "$(dirname "$bin")"
 cleanup_net
 ktap_finished

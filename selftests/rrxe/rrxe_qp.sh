@@ -14,8 +14,7 @@ ktap_set_plan 10
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && link_add rrxeq0 rrxtd0 || ktap_exit_fail_msg "setup failed"
-bin=$(mktemp -d)/rrxe_qp_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_qp_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_qp_test"
+bin=$(prog rrxe_qp_test) || ktap_exit_fail_msg "cannot build rrxe_qp_test"
 
 t() { "$bin" rrxeq0 "$@"; }
 check "capacities rounded as rxe's rings; bad capacities EINVAL; unsupported types fail" t caps
@@ -68,6 +67,5 @@ check "a QP's rings are charged to the memory cgroup: a 65536-WR RC QP is create
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxeq0 && ! test -e /sys/class/infiniband/rrxeq0"
 
-rm -rf "$(dirname "$bin")"
 cleanup_net
 ktap_finished

@@ -18,8 +18,7 @@ ktap_set_plan 5
 dummy_dev rrxera0 10.79.2.1
 wait_gid rrxera0 fe80 || ktap_exit_fail_msg "no link-local GID"
 tmp=$(mktemp -d)
-bin=$tmp/rrxe_race_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_race_test.c" -libverbs -lpthread || ktap_exit_fail_msg "cannot build rrxe_race_test"
+bin=$(prog rrxe_race_test) || ktap_exit_fail_msg "cannot build rrxe_race_test"
 
 # Each race writes its summary lines to $tmp/summary: shown with the
 # failure, or as diagnostics after a passing KTAP line.

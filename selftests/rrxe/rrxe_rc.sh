@@ -32,8 +32,7 @@ mk_dummy rrxtr0 && ip addr add 10.81.0.1/24 dev rrxtr0 && link_add rrxer0 rrxtr0
 	ktap_exit_fail_msg "setup failed"
 wait_gid rrxer0 ffff:10.81.0.1 || ktap_exit_fail_msg "no IPv4 GID"
 gi=$(gid_index rrxer0 ffff:10.81.0.1)
-bin=$work/rrxe_rc_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_rc_test.c" -libverbs -pthread || ktap_exit_fail_msg "cannot build rrxe_rc_test"
+bin=$(prog rrxe_rc_test) || ktap_exit_fail_msg "cannot build rrxe_rc_test"
 
 t() { timeout 300 "$bin" rrxer0 "$@"; }
 check "RC SEND: 10257 bytes from 2 SGEs into 3, with immediate, 0 bytes, 100 in a row signaled every 10th" t send

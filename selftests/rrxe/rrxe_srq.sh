@@ -14,8 +14,7 @@ ktap_set_plan 4
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && link_add rrxes0 rrxtd0 || ktap_exit_fail_msg "setup failed"
-bin=$(mktemp -d)/rrxe_srq_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_srq_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_srq_test"
+bin=$(prog rrxe_srq_test) || ktap_exit_fail_msg "cannot build rrxe_srq_test"
 
 t() { "$bin" rrxes0 "$@"; }
 check "SRQ capacity 2^k - 1, bad sizes EINVAL, limit checks, QPs on an SRQ, EBUSY while used" t api
@@ -24,6 +23,5 @@ check "process exit without destroying 100 SRQs with posted WQEs" bash -c "'$bin
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxes0 && ! test -e /sys/class/infiniband/rrxes0"
 
-rm -rf "$(dirname "$bin")"
 cleanup_net
 ktap_finished

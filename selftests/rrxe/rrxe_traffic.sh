@@ -13,8 +13,7 @@ ktap_print_header
 ktap_set_plan 5
 
 dummy_dev rrxet0 10.79.0.1
-bin=$(mktemp -d)/rrxe_traffic_test
-cc -Wall -O2 -o "$bin" "$dir/rrxe_traffic_test.c" -libverbs || ktap_exit_fail_msg "cannot build rrxe_traffic_test"
+bin=$(prog rrxe_traffic_test) || ktap_exit_fail_msg "cannot build rrxe_traffic_test"
 
 t() { "$bin" rrxet0 "$@"; }
 check "UC WRITE with immediate over 10 MTUs, a plain 70000-byte WRITE, a zero-length WRITE without a key" t uc_write
@@ -24,6 +23,5 @@ check "UC and UD receives from an SRQ; the limit event fires below the limit and
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxet0 && ! test -e /sys/class/infiniband/rrxet0"
 
-rm -rf "$(dirname "$bin")"
 cleanup_net
 ktap_finished

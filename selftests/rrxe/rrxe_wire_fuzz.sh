@@ -55,8 +55,7 @@ ip netns exec $A rdma link add rrxefa type "$RRXE_LINK_TYPE" netdev rrxtva &&
 wait_gid rrxefa ffff:10.78.0.1 && wait_gid rrxefb ffff:10.78.0.2 &&
 	wait_gid rrxefa fd78::1 && wait_gid rrxefb fd78::2 || ktap_exit_fail_msg "GIDs did not appear"
 tmp=$(mktemp -d)
-bin=$tmp/rrxe_wire_fuzz
-cc -Wall -Wextra -O2 -o "$bin" "$dir/rrxe_wire_fuzz.c" || ktap_exit_fail_msg "cannot build rrxe_wire_fuzz"
+bin=$(prog rrxe_wire_fuzz) || ktap_exit_fail_msg "cannot build rrxe_wire_fuzz"
 mac_a=$(ip netns exec $A cat /sys/class/net/rrxtva/address)
 mark=$(kmsg_mark)
 hw=/sys/class/infiniband/rrxefa/ports/1/hw_counters
