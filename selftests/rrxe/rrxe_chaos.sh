@@ -37,7 +37,6 @@
 # times slower); RRXE_CHAOS_LOG=FILE gets each cycle's line as it ends.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 if [ "${RRXE_DEBUG:-0}" = 1 ]; then CYCLES=${RRXE_CHAOS_CYCLES:-12}; else CYCLES=${RRXE_CHAOS_CYCLES:-100}; fi
 seed=${RRXE_CHAOS_SEED:-$(( ($(date +%s%N) / 1000) % 1000000 ))}

@@ -6,7 +6,6 @@
 # over it), many CQs, and process exit without destroying them.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
 ktap_set_plan 6

@@ -7,7 +7,6 @@
 # freeing. rrxe_dm_verbs.sh does the same through libibverbs.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 param=/sys/module/rrxe/parameters/dm_size
 size=65536
 

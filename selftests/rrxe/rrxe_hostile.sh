@@ -15,7 +15,6 @@
 # transfer works. RRXE_STORM_SEED repeats a storm.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
 ktap_set_plan 6

@@ -5,7 +5,6 @@
 # thousands of MRs, a multi-GiB MR, and process exit without dereg.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
 ktap_set_plan 11

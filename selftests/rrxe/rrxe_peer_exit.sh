@@ -9,7 +9,6 @@
 # streamer gets its completion; the device deletes cleanly afterwards.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
 ktap_set_plan 5

@@ -6,7 +6,6 @@
 # address handles, the ERR flush, and multicast groups.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
 ktap_set_plan 10

@@ -10,7 +10,6 @@
 # is left behind, and the module unloads.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
 ktap_set_plan 5

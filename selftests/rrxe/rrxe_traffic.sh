@@ -7,7 +7,6 @@
 # too-long SEND, UC and UD receives from an SRQ and its limit event.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
 ktap_set_plan 5

@@ -22,7 +22,6 @@
 # RRXE_FUZZ_SEED (default 1) change the run.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-dir=$(cd "$(dirname "$0")" && pwd)
 
 ktap_print_header
 ktap_set_plan 13
