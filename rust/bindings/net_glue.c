@@ -464,9 +464,13 @@ int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb),
 	return err;
 }
 
-/* Every device (and with it its receive queue) is gone already. */
+/*
+ * Every device (and with it its receive queue) is gone already; the stack
+ * may still hold skbs of their QPs' gates, which are waited for.
+ */
 void rrxe_net_fini(void)
 {
+	rrxe_gates_wait();
 	unregister_pernet_subsys(&rrxe_net_ops);
 	synchronize_net();
 	destroy_workqueue(rrxe_wq);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * RoCEv2 sockets and packets (net_glue.c): the per-namespace UDP tunnel
- * sockets, the receive queue and workqueue, and skb transmission.
+ * sockets, the receive queue and workqueue, skb transmission, and the
+ * transmit gates (tx_gate.c).
  */
 #ifndef RRXE_NET_GLUE_H
 #define RRXE_NET_GLUE_H
@@ -35,5 +36,17 @@ void rrxe_tx_ip4_ident(struct sk_buff *skb);
 int rrxe_tx_send(struct sk_buff *skb, bool ipv6);
 void rrxe_kfree_skb(struct sk_buff *skb);
 const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len);
+
+/* Transmit gates (tx_gate.c). */
+struct rrxe_gate;
+struct rrxe_gate *rrxe_gate_create(void);
+const void *rrxe_gate_open(struct rrxe_gate *g, void (*wake)(const void *owner),
+			   const void *owner);
+const void *rrxe_gate_close(struct rrxe_gate *g);
+void rrxe_gate_destroy(struct rrxe_gate *g);
+unsigned int rrxe_gate_out(const struct rrxe_gate *g);
+bool rrxe_gate_must_wait(struct rrxe_gate *g, unsigned int high, unsigned int low);
+int rrxe_tx_send_gated(struct sk_buff *skb, bool ipv6, struct rrxe_gate *g);
+void rrxe_gates_wait(void);
 
 #endif

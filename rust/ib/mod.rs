@@ -24,6 +24,7 @@ pub mod cq;
 pub mod crc;
 pub mod device;
 pub mod dm;
+pub mod gate;
 pub mod link;
 pub mod mmap;
 pub mod mr;

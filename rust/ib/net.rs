@@ -278,6 +278,22 @@ impl TxPacket {
     }
 }
 
+impl TxPacket {
+    /// Hands the packet to the IP layer through `gate`, which counts it
+    /// until the stack frees it.
+    pub fn send_gated<T: crate::ib::gate::GateOwner>(
+        self,
+        gate: &crate::ib::gate::TxGate<T>,
+    ) -> Result {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: Our skb, which `rrxe_tx_send_gated` consumes; the gate is
+        // live while borrowed.
+        kernel::error::to_result(unsafe {
+            bindings::rrxe_tx_send_gated(this.skb.as_ptr(), this.v6, gate.as_raw())
+        })
+    }
+}
+
 impl Drop for TxPacket {
     fn drop(&mut self) {
         // SAFETY: Still ours: not sent.

@@ -7,6 +7,7 @@
 use crate::ib::{
     crc,
     device::Device,
+    gate::TxGate,
     net::{RouteCache, TxPacket},
     stats::Counter,
 };
@@ -17,7 +18,7 @@ use crate::logic::{
     pkt::{self, IpInfo, IpOut},
     qp::QpAttrs,
 };
-use crate::rrxe::{device::Rrxe, rc, uc, ud};
+use crate::rrxe::{device::Rrxe, qp::QpShared, rc, uc, ud};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::time::{Instant, Monotonic};
@@ -91,11 +92,12 @@ pub fn connected_out(a: &QpAttrs, qpn: u32) -> IpOut {
 /// Sends one packet: `hdrs` (the BTH and its extension headers) and
 /// `payload_len` bytes that `fill` writes, padded to four bytes, with the
 /// ICRC. The BTH's pad count is set here. A connected QP passes its
-/// `route` cache.
+/// `route` cache, and a QP whose packets the stack counts its `gate`.
 pub fn xmit(
     dev: &Device<Rrxe>,
     out: &IpOut,
     route: Option<&RouteCache>,
+    gate: Option<&TxGate<QpShared>>,
     hdrs: &[u8],
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
@@ -125,7 +127,10 @@ pub fn xmit(
     let p = tx.data();
     let sum = icrc(&p[..total - hdr::ICRC_SIZE]).map_err(|_| EINVAL)?;
     p[total - hdr::ICRC_SIZE..].copy_from_slice(&sum.to_le_bytes());
-    tx.send()?;
+    match gate {
+        Some(g) => tx.send_gated(g)?,
+        None => tx.send()?,
+    }
     let d = dev.data();
     d.count(Counter::SentPkts, 1);
     d.count(Counter::SentBytes, payload_len as u64);

@@ -11,6 +11,7 @@
 
 use crate::ib::{
     device::Device,
+    gate::{GateOwner, TxGate},
     net::RouteCache,
     wr::{RecvWr, SendWr},
 };
@@ -118,6 +119,11 @@ pub struct QpShared {
     /// The route of a connected QP's packets (RC and UC), kept between
     /// packets; `modify_qp` resets it when it sets the address vector.
     pub route: Option<RouteCache>,
+    /// Counts an RC QP's packets the network stack still holds; the
+    /// requester waits at a bound (see `logic::rc::gate_bounds`), and the
+    /// gate wakes the send task. Opened once the QP is in the table,
+    /// closed when it is destroyed.
+    pub gate: Option<TxGate<QpShared>>,
     /// The device, for the send task: valid while `dead` is false (the
     /// QP's destruction sets it, then waits for running tasks).
     dev: *const Device<Rrxe>,
@@ -284,6 +290,25 @@ pub struct RrxeQp {
     pub shared: Arc<QpShared>,
 }
 
+impl Drop for RrxeQp {
+    /// The gate's reference to the QP goes with the core's (`destroy`
+    /// has closed it already, unless the QP never got that far).
+    fn drop(&mut self) {
+        if let Some(g) = &self.shared.gate {
+            g.close();
+        }
+    }
+}
+
+impl GateOwner for QpShared {
+    /// Fewer of the QP's packets are out: the requester may go on.
+    fn wake(this: ArcBorrow<'_, Self>) {
+        if !this.is_dead() {
+            Arc::from(this).kick();
+        }
+    }
+}
+
 impl RrxeQp {
     /// `destroy_qp`: everything tied to the user context or the device
     /// goes here, not with the last reference. A peer's transport may hold
@@ -312,6 +337,11 @@ impl RrxeQp {
         // locks and looks at `dead` under it: wait it out. The timer holds
         // a reference to the QP and is never started again once it is dead.
         drop(s.send_lock.lock());
+        // No wake from the stack after this; packets still out keep the
+        // gate, not the QP.
+        if let Some(g) = &s.gate {
+            g.close();
+        }
         let held = s.uc_rx.lock().held.take();
         let (timer, rc_held) = {
             let mut rc = s.rc.lock();
@@ -454,11 +484,16 @@ impl QpOps<Rrxe> for RrxeQp {
             QpType::Rc | QpType::Uc => Some(RouteCache::new()?),
             _ => None,
         };
+        let mut gate = match init.ty {
+            QpType::Rc => Some(TxGate::new()?),
+            _ => None,
+        };
         let mut inner = Some(QpInner { attrs, sq, rq });
         let make = |qpn: u32| {
             let inner = inner.take().ok_or(EINVAL)?;
             let rc_state = rc_state.take().ok_or(EINVAL)?;
             let route = route.take();
+            let gate = gate.take();
             Arc::pin_init(
                 try_pin_init!(QpShared {
                 qpn,
@@ -478,6 +513,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 kernel,
                 handle: init.handle,
                 route,
+                gate,
                 dev: core::ptr::from_ref(device),
                 dead: AtomicBool::new(false),
                 task <- new_work!("rrxe::QpShared::task"),
@@ -501,6 +537,9 @@ impl QpOps<Rrxe> for RrxeQp {
         } else {
             dev.qp_pool().insert(make)?
         };
+        if let Some(g) = &shared.gate {
+            g.open(shared.clone());
+        }
         Ok((RrxeQp { shared }, qpn, cap))
     }
 

@@ -9,20 +9,20 @@
 //! and the caller learns it (`Err`); a packet lost on the way out (no
 //! route, no memory) is counted and dropped, as the wire would drop it.
 
-use crate::ib::{device::Device, net::RouteCache, stats::Counter};
+use crate::ib::{device::Device, gate::TxGate, net::RouteCache, stats::Counter};
 use crate::logic::{
     access,
     hdr::{Headers, MAX_HDRS},
     pkt::IpOut,
     wqe::Payload,
 };
-use crate::rrxe::pd::PdId;
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
     net,
     sge::Gather,
 };
+use crate::rrxe::{pd::PdId, qp::QpShared};
 use kernel::prelude::*;
 
 /// Where a packet's payload comes from.
@@ -103,19 +103,20 @@ impl Packet {
 }
 
 /// Sends one packet on the wire: `hdrs`, then `len` payload bytes that
-/// `fill` writes (through a connected QP's `route` cache). `Err` when the
-/// packet could not be sent.
+/// `fill` writes (through a connected QP's `route` cache, and counted by
+/// its `gate` when it has one). `Err` when the packet could not be sent.
 pub(crate) fn xmit(
     dev: &Device<Rrxe>,
     out: &IpOut,
     route: Option<&RouteCache>,
+    gate: Option<&TxGate<QpShared>>,
     hdrs: &Headers,
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
     let mut h = [0u8; MAX_HDRS];
     let n = hdrs.write(&mut h);
-    net::xmit(dev, out, route, &h[..n], len, fill)
+    net::xmit(dev, out, route, gate, &h[..n], len, fill)
 }
 
 /// Sends one packet of a connected QP on the wire. `Err` when `fill` could
@@ -130,12 +131,13 @@ pub(crate) fn send(
     dev: &Device<Rrxe>,
     out: &IpOut,
     route: Option<&RouteCache>,
+    gate: Option<&TxGate<QpShared>>,
     hdrs: &Headers,
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
     let mut gather_err = false;
-    let r = xmit(dev, out, route, hdrs, len, |b| {
+    let r = xmit(dev, out, route, gate, hdrs, len, |b| {
         fill(b).inspect_err(|_| gather_err = true)
     });
     match r {

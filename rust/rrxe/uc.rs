@@ -194,7 +194,7 @@ fn send_packets(
                 }
             })
         } else {
-            tx::send(dev, &out, s.route.as_ref(), &h, plen, fill)
+            tx::send(dev, &out, s.route.as_ref(), None, &h, plen, fill)
         };
         if let Err(e) = r {
             st = tx::fail_status(e);

@@ -201,7 +201,7 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
         flow_label: dg.flow_label,
         sport: pkt::udp_sport(dg.flow_label, dg.sqpn, dqpn),
     };
-    tx::xmit(dev, &out, None, &h, dg.payload.len(), |b| {
+    tx::xmit(dev, &out, None, None, &h, dg.payload.len(), |b| {
         b.copy_from_slice(dg.payload);
         Ok(())
     })

@@ -165,6 +165,7 @@ fn emit(
             dev,
             &net::connected_out(a, s.qpn),
             s.route.as_ref(),
+            s.gate.as_ref(),
             &tx.hdrs,
             tx.len,
             fill,

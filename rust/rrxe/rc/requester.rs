@@ -158,6 +158,12 @@ fn prepare(
         rc.win.stalled = true;
         return Step::Idle;
     }
+    // Too many of the QP's packets still in the stack: the gate wakes the
+    // send task once most of them are gone.
+    let (high, low) = rc::gate_bounds(f.seg);
+    if s.gate.as_ref().is_some_and(|g| g.must_wait(high, low)) {
+        return Step::Idle;
+    }
     let Some((tx, last)) = build(&f, rc.win.off, &a, slot) else {
         f.finish(status::LOC_QP_OP_ERR);
         rc.win.flights[i] = Some(f);
