@@ -4,13 +4,14 @@
 # a veth pair. Each namespace gets its own UDP 4791 sockets; stock
 # ibv_ud_pingpong and ibv_uc_pingpong validate every buffer (-c) across
 # them over IPv4 and IPv6; counters on both sides count the packets; RDMA
-# READs survive a lossy link; the sockets close with the last device of
-# their namespace.
+# READs survive a lossy link; a QP's packets held by a slow qdisc stop
+# its requester at rxe's bound, and the module waits for them when it is
+# unloaded; the sockets close with the last device of their namespace.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 14
 
 A=rrxtwa B=rrxtwb
 cleanup_net
@@ -117,6 +118,45 @@ lossy_reads() {
 	return $rc
 }
 check "RDMA READs across 3% loss each way are retried from the gap and arrive intact (rping -V, 60000-byte pings)" lossy_reads
+# netem's slots hold A's packets back on A's end: 32 leave every 20 ms
+# (netem orphans an skb, running its destructor, only when it delays or
+# rate-limits it, not for slots, so the packets stay A's QP's while they
+# wait; the test kernel has no token bucket qdisc). ibv_rc_pingpong's
+# 256 KiB messages are 256 packets at a 1 KiB MTU, and the PSN window alone
+# would let 128 of them into the qdisc; the transmit gate stops the
+# requester with 64 of its packets in the stack (rxe's bound), and a few
+# more may be ACKs for B's messages, which no gate stops. The backlog is
+# sampled while the pingpong runs (-c checks every buffer).
+qdisc_backlog() { ip netns exec "$1" tc -s qdisc show dev "$2" | sed -n 's/.* backlog [0-9]*b \([0-9]*\)p.*/\1/p' | head -n 1; }
+gated_burst() {
+	local log=/tmp/rrxe_gate.$$ gi srv cli max=0 n rc=0
+	ip netns exec $A tc qdisc add dev rrxtva root netem slot 20ms 20ms packets 32 || return 1
+	gi=$(gid_index rrxewb ffff:10.78.0)
+	ip netns exec $B ibv_rc_pingpong -d rrxewb -g "$gi" -s 262144 -m 1024 -n 8 -c >$log.s 2>&1 &
+	srv=$!
+	pp_listening $srv $B
+	ip netns exec $A ibv_rc_pingpong -d rrxewa -g "$gi" -s 262144 -m 1024 -n 8 -c 10.78.0.2 >$log.c 2>&1 &
+	cli=$!
+	while kill -0 $cli 2>/dev/null; do
+		n=$(qdisc_backlog $A rrxtva)
+		[ "${n:-0}" -gt "$max" ] && max=$n
+		sleep 0.05
+	done
+	wait $cli || rc=1
+	wait $srv || rc=1
+	ip netns exec $A tc qdisc del dev rrxtva root
+	echo "# at most $max of A's packets waited in its qdisc at once"
+	if [ $rc -ne 0 ]; then
+		echo "the pingpong failed:"; cat $log.s $log.c
+	elif [ "$max" -lt 32 ]; then
+		echo "the qdisc never held a burst: the check cannot tell"; rc=1
+	elif [ "$max" -gt 72 ]; then
+		rc=1
+	fi
+	rm -f $log.s $log.c
+	return $rc
+}
+check "a slow qdisc holds at most 64 of an RC requester's packets (and a few ACKs), not its 128-PSN window" gated_burst
 check "a second device in a namespace shares its sockets; they close with the last one" \
 	bash -c "$(declare -f roce_listening)
 		ip netns exec $A ip link add rrxtd9 type dummy && ip -n $A link set rrxtd9 up &&
@@ -125,6 +165,62 @@ check "a second device in a namespace shares its sockets; they close with the la
 		rdma link delete rrxewa2 && ! roce_listening $A && roce_listening $B"
 check "deleting a namespace with a device in it closes its sockets and removes the device" \
 	bash -c "ip netns del $B && $(declare -f wait_for dev_gone); wait_for 10 dev_gone rrxewb"
+
+# The stack frees a QP's packets after the QP is gone, and then calls
+# rrxe's skb destructor: the module must not go before that. On a fresh
+# veth pair, netem's slots hold A's packets (a slot of 64 every 10 s) once
+# a pingpong streams, both processes are killed with packets of A's QP in
+# the qdisc, and the devices
+# are deleted. The unload must wait while the qdisc still holds them, and
+# end once the qdisc is deleted (which frees them); the kernel reports
+# nothing.
+unload_with_packets_out() {
+	local log=/tmp/rrxe_gone.$$ gi srv cli unl n i mark waited=no rc=0
+	mark=$(kmsg_mark)
+	cleanup_net
+	mk_veth_pair $A $B &&
+		ip netns exec $A rdma link add rrxewa type "$RRXE_LINK_TYPE" netdev rrxtva &&
+		ip netns exec $B rdma link add rrxewb type "$RRXE_LINK_TYPE" netdev rrxtvb &&
+		wait_gid rrxewa ffff:10.78.0.1 && wait_gid rrxewb ffff:10.78.0.2 || return 1
+	gi=$(gid_index rrxewb ffff:10.78.0)
+	ip netns exec $B ibv_rc_pingpong -d rrxewb -g "$gi" -s 262144 -m 1024 -n 1000000 >$log.s 2>&1 &
+	srv=$!
+	pp_listening $srv $B
+	ip netns exec $A ibv_rc_pingpong -d rrxewa -g "$gi" -s 262144 -m 1024 -n 1000000 10.78.0.2 >$log.c 2>&1 &
+	cli=$!
+	# The slots go in once the QPs are connected (they would hold the TCP
+	# exchange of ibv_rc_pingpong too).
+	for ((i = 0; i < 50; i++)); do
+		[ "$(cat $hw/rrxewb/ports/1/hw_counters/rcvd_pkts)" -gt 1000 ] && break
+		sleep 0.1
+	done
+	ip netns exec $A tc qdisc add dev rrxtva root netem slot 10s 10s packets 64 || rc=1
+	for ((i = 0; i < 50; i++)); do
+		n=$(qdisc_backlog $A rrxtva)
+		[ "${n:-0}" -ge 16 ] && break
+		sleep 0.1
+	done
+	kill -9 $srv $cli 2>/dev/null
+	wait $srv $cli 2>/dev/null
+	n=$(qdisc_backlog $A rrxtva)
+	rdma link delete rrxewa && rdma link delete rrxewb || rc=1
+	modprobe -r rrxe &
+	unl=$!
+	sleep 1
+	kill -0 $unl 2>/dev/null && waited=yes
+	ip netns exec $A tc qdisc del dev rrxtva root
+	wait $unl || rc=1
+	echo "# ${n:-0} packets were in the qdisc when the QPs went; the unload waited for them: $waited"
+	[ "${n:-0}" -gt 0 ] || { echo "no packet was left in the qdisc: the check cannot tell"; cat $log.s $log.c; rc=1; }
+	[ $waited = yes ] || { echo "rrxe unloaded with its packets still in the qdisc"; rc=1; }
+	sleep 1
+	no_kernel_report "$mark" || rc=1
+	rm -f $log.s $log.c
+	load_rrxe || rc=1
+	return $rc
+}
+check "rrxe unloads while a qdisc still holds its packets of QPs that are gone, and the kernel reports nothing" \
+	unload_with_packets_out
 
 cleanup_net
 ktap_finished
