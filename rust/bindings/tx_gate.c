@@ -86,8 +86,9 @@ struct rrxe_gate *rrxe_gate_create(void)
 }
 
 /*
- * Gives the gate its owner and the callback that wakes it; returns the
- * owner it had (NULL: none), which the caller releases.
+ * Gives the gate its owner and the callback that wakes it (or none, with
+ * NULLs); returns the owner it had (NULL: none), which the caller
+ * releases. No wake runs on the old owner once this returns.
  */
 const void *rrxe_gate_open(struct rrxe_gate *g, void (*wake)(const void *owner),
 			   const void *owner)
@@ -110,16 +111,9 @@ const void *rrxe_gate_open(struct rrxe_gate *g, void (*wake)(const void *owner),
  */
 const void *rrxe_gate_close(struct rrxe_gate *g)
 {
-	struct socket *sock;
-	const void *old;
-	unsigned long flags;
+	const void *old = rrxe_gate_open(g, NULL, NULL);
+	struct socket *sock = xchg(&g->sock, NULL);
 
-	spin_lock_irqsave(&g->lock, flags);
-	old = g->owner;
-	g->owner = NULL;
-	g->wake = NULL;
-	spin_unlock_irqrestore(&g->lock, flags);
-	sock = xchg(&g->sock, NULL);
 	if (sock)
 		sock_release(sock);
 	return old;

@@ -152,7 +152,7 @@ gated_burst() {
 		[ "${n:-0}" -gt "$max" ] && max=$n
 		sleep 0.05
 	done
-	kill $srv $cli 2>/dev/null
+	kill -9 $srv $cli 2>/dev/null
 	wait $srv $cli 2>/dev/null
 	ip netns exec $A tc qdisc del dev rrxtva root
 	echo "# at most $max of A's packets waited in its qdisc at once"
