@@ -44,7 +44,6 @@ const void *rrxe_gate_open(struct rrxe_gate *g, void (*wake)(const void *owner),
 			   const void *owner);
 const void *rrxe_gate_close(struct rrxe_gate *g);
 void rrxe_gate_destroy(struct rrxe_gate *g);
-unsigned int rrxe_gate_out(const struct rrxe_gate *g);
 bool rrxe_gate_must_wait(struct rrxe_gate *g, unsigned int high, unsigned int low);
 int rrxe_tx_send_gated(struct sk_buff *skb, bool ipv6, struct rrxe_gate *g);
 void rrxe_gates_wait(void);

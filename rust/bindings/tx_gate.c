@@ -131,12 +131,6 @@ void rrxe_gate_destroy(struct rrxe_gate *g)
 	rrxe_gate_put(g);
 }
 
-/* Skbs sent through the gate that the stack has not freed yet. */
-unsigned int rrxe_gate_out(const struct rrxe_gate *g)
-{
-	return atomic_read(&g->out);
-}
-
 /*
  * Whether a sender must wait: true when @high or more skbs are out, and
  * then the gate wakes the owner once fewer than @low are.

@@ -93,12 +93,6 @@ impl<T: GateOwner> TxGate<T> {
         }
     }
 
-    /// Packets sent through the gate that the stack has not freed yet.
-    pub fn out(&self) -> u32 {
-        // SAFETY: The gate is live (the invariant).
-        unsafe { bindings::rrxe_gate_out(self.ptr.as_ptr()) }
-    }
-
     /// Whether the sender must wait: `high` or more packets are out. The
     /// gate then wakes its owner once fewer than `low` are.
     pub fn must_wait(&self, high: u32, low: u32) -> bool {
