@@ -10,22 +10,54 @@ if [ $# -eq 0 ]; then
 	set -- $(sed -n 's/^TEST_PROGS := //p' "$dir/Makefile")
 fi
 pass=0 fail=0 skip=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 # A test still running after RRXE_WATCHDOG seconds (default 900) gets the
 # kernel's blocked tasks and CPU backtraces dumped into the kernel log
-# (sysrq w and l), once, so that a hang leaves its cause in the log.
+# (sysrq w and l), once, then every process of the test with its state,
+# wait channel and kernel stack, so that a hang leaves its cause in the
+# log (a test waiting in user space shows no blocked task), and the last
+# lines the test printed; 30 s later it kills the test, which fails.
+descendants() {
+	local c
+	echo "$1"
+	for c in $(pgrep -P "$1"); do descendants "$c"; done
+}
+# Each line of standard input as its own kernel log record.
+to_kmsg() {
+	local l
+	while IFS= read -r l; do echo "# watchdog: ${l:0:200}" >/dev/kmsg; done
+}
 watchdog() {
+	local p
 	sleep "${RRXE_WATCHDOG:-900}"
 	echo "# watchdog: $1 still running after ${RRXE_WATCHDOG:-900} s: sysrq w, l" >/dev/kmsg
 	echo w >/proc/sysrq-trigger
 	echo l >/proc/sysrq-trigger
+	tail -n 5 "$3" | sed 's/^/output: /' | to_kmsg
+	rdma -d res show qp 2>/dev/null | grep -v ' comm \[' | head -n 20 | to_kmsg
+	for p in $(descendants "$2"); do
+		ps -o pid=,stat=,wchan:32=,etime=,args= -p "$p" | to_kmsg
+		head -n 12 "/proc/$p/stack" 2>/dev/null | sed 's/^/  /' | to_kmsg
+	done
+	# Then the test goes, so that the run goes on and blames it (a task
+	# stuck in the kernel stays, and the guest's time limit ends it).
+	sleep 30
+	echo "# watchdog: killed $1 after $((${RRXE_WATCHDOG:-900} + 30)) s" | tee -a "$3" >/dev/kmsg
+	# shellcheck disable=SC2046 # a list of PIDs
+	kill -KILL $(descendants "$2") 2>/dev/null
 }
 for t in "$@"; do
 	echo "# selftests: rrxe: $t"
-	watchdog "$t" 2>/dev/null &
-	wd=$!
 	t0=$SECONDS
-	out=$(bash "$dir/$t" 2>&1)
+	bash "$dir/$t" >"$log" 2>&1 &
+	tp=$!
+	watchdog "$t" "$tp" "$log" 2>/dev/null &
+	wd=$!
+	# (Quietly: bash would report a job the watchdog killed.)
+	wait "$tp" 2>/dev/null
 	rc=$?
+	out=$(cat "$log")
 	kill "$wd" 2>/dev/null
 	wait "$wd" 2>/dev/null
 	printf '%s\n' "$out"
