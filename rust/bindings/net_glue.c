@@ -657,10 +657,49 @@ struct sk_buff *rrxe_tx_skb(struct net_device *ndev, struct rrxe_route *route, b
 	return skb;
 }
 
-/* Gives an IPv4 packet built by rrxe_tx_skb the stack's identification. */
-void rrxe_tx_ip4_ident(struct sk_buff *skb)
+/*
+ * Gives an IPv4 packet built by rrxe_tx_skb the stack's identification,
+ * reserving @segs of them: a UDP GSO packet's segments take the one given
+ * and the next @segs - 1 (as the stack numbers them when it splits it).
+ */
+void rrxe_tx_ip4_ident(struct sk_buff *skb, unsigned int segs)
 {
-	__ip_select_ident(dev_net(skb_dst(skb)->dev), ip_hdr(skb), 1);
+	__ip_select_ident(dev_net(skb_dst(skb)->dev), ip_hdr(skb), segs);
+}
+
+/*
+ * Whether IPv4 packets leaving by @ndev may go to the stack as UDP GSO
+ * packets: the device takes them whole (a veth, a NIC that segments UDP)
+ * and fills in or does not need their UDP checksums. Otherwise the stack
+ * would split them and checksum each segment in software.
+ */
+bool rrxe_tx_gso_ok(struct net_device *ndev)
+{
+	netdev_features_t f = READ_ONCE(ndev->features);
+
+	return (f & NETIF_F_GSO_UDP_L4) && (f & (NETIF_F_HW_CSUM | NETIF_F_IP_CSUM));
+}
+
+/*
+ * Makes an IPv4 packet built by rrxe_tx_skb, whose UDP payload is @segs
+ * payloads of @seg bytes (the last may be shorter), a UDP GSO packet: the
+ * stack or the device splits it into @segs packets, each with a copy of
+ * the IP and UDP headers (lengths, identification and checksums set for
+ * the segment), as it splits a UDP_SEGMENT socket's send.
+ */
+void rrxe_tx_set_gso(struct sk_buff *skb, unsigned int seg, unsigned int segs)
+{
+	struct udphdr *uh = udp_hdr(skb);
+	unsigned int len = skb->len - skb_transport_offset(skb);
+
+	skb_shinfo(skb)->gso_size = seg;
+	skb_shinfo(skb)->gso_segs = segs;
+	skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+	skb->ip_summed = CHECKSUM_PARTIAL;
+	skb->csum_start = skb_transport_header(skb) - skb->head;
+	skb->csum_offset = offsetof(struct udphdr, check);
+	uh->len = htons(len);
+	uh->check = ~udp_v4_check(len, ip_hdr(skb)->saddr, ip_hdr(skb)->daddr, 0);
 }
 
 /* Sends a packet built by rrxe_tx_skb (consumes it). */

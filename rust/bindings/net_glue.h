@@ -32,7 +32,9 @@ void rrxe_route_reset(struct rrxe_route *route);
 struct sk_buff *rrxe_tx_skb(struct net_device *ndev, struct rrxe_route *route, bool ipv6,
 			    const u8 *saddr, const u8 *daddr, u8 tos, unsigned int len,
 			    u8 **data);
-void rrxe_tx_ip4_ident(struct sk_buff *skb);
+void rrxe_tx_ip4_ident(struct sk_buff *skb, unsigned int segs);
+bool rrxe_tx_gso_ok(struct net_device *ndev);
+void rrxe_tx_set_gso(struct sk_buff *skb, unsigned int seg, unsigned int segs);
 int rrxe_tx_send(struct sk_buff *skb, bool ipv6);
 void rrxe_kfree_skb(struct sk_buff *skb);
 const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len);
@@ -45,6 +47,7 @@ const void *rrxe_gate_open(struct rrxe_gate *g, void (*wake)(const void *owner),
 const void *rrxe_gate_close(struct rrxe_gate *g);
 void rrxe_gate_destroy(struct rrxe_gate *g);
 bool rrxe_gate_must_wait(struct rrxe_gate *g, unsigned int high, unsigned int low);
+unsigned int rrxe_gate_out(struct rrxe_gate *g);
 int rrxe_tx_send_gated(struct sk_buff *skb, bool ipv6, struct rrxe_gate *g);
 void rrxe_gates_wait(void);
 

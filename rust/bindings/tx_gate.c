@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Transmit gates: the C side of rust/ib/net.rs's TxGate. A gate counts the
- * packets a QP handed to the stack that the stack has not freed yet, as
- * rxe counts a QP's skb_out: a sender that finds a high mark of them out
- * waits until fewer than a low mark are, and the gate wakes it (the marks
- * are the sender's: see logic::rc::gate_bounds).
+ * packets a QP handed to the stack that the stack has not freed yet (each
+ * segment of a UDP GSO skb), as rxe counts a QP's skb_out: a sender that
+ * finds a high mark of them out waits until fewer than a low mark are, and
+ * the gate wakes it (the marks are the sender's: see logic::rc::gate_bounds).
  * Without it, a requester with a full window of 128 packets hands all of
  * them to the NIC at once, and a NIC whose far end drains slowly (a
  * virtio-net link between two QEMUs) drops the tail of every burst.
@@ -143,7 +143,7 @@ bool rrxe_gate_must_wait(struct rrxe_gate *g, unsigned int high, unsigned int lo
 	atomic_set(&g->waiting, 1);
 	/*
 	 * Orders the flag before the second look at out; pairs with the full
-	 * barrier of atomic_dec_return in the destructor, which decrements
+	 * barrier of atomic_sub_return in the destructor, which decrements
 	 * out before it looks at the flag.
 	 */
 	smp_mb();
@@ -154,6 +154,23 @@ bool rrxe_gate_must_wait(struct rrxe_gate *g, unsigned int high, unsigned int lo
 	return true;
 }
 
+/*
+ * The packets @skb counts for: a UDP GSO packet (rrxe_tx_set_gso) its
+ * segments. The stack keeps gso_segs until it frees the skb (when it
+ * splits one, the segments are new skbs, and the original, freed after,
+ * keeps its count), so the send and the free count the same.
+ */
+static unsigned int rrxe_gate_pkts(struct sk_buff *skb)
+{
+	return skb_is_gso(skb) ? max_t(unsigned int, skb_shinfo(skb)->gso_segs, 1) : 1;
+}
+
+/* How many packets are out now. */
+unsigned int rrxe_gate_out(struct rrxe_gate *g)
+{
+	return max(atomic_read(&g->out), 0);
+}
+
 static void rrxe_gate_skb_free(struct sk_buff *skb)
 {
 	struct rrxe_gate *g;
@@ -162,7 +179,7 @@ static void rrxe_gate_skb_free(struct sk_buff *skb)
 	rcu_read_lock();
 	g = rcu_dereference_sk_user_data(skb->sk);
 	if (!WARN_ON_ONCE(!g)) {
-		if (atomic_dec_return(&g->out) < READ_ONCE(g->low) &&
+		if (atomic_sub_return(rrxe_gate_pkts(skb), &g->out) < (int)READ_ONCE(g->low) &&
 		    atomic_xchg(&g->waiting, 0)) {
 			spin_lock_irqsave(&g->lock, flags);
 			if (g->wake)
@@ -178,7 +195,7 @@ static void rrxe_gate_skb_free(struct sk_buff *skb)
 int rrxe_tx_send_gated(struct sk_buff *skb, bool ipv6, struct rrxe_gate *g)
 {
 	refcount_inc(&g->ref);
-	atomic_inc(&g->out);
+	atomic_add(rrxe_gate_pkts(skb), &g->out);
 	skb->sk = g->sk;
 	skb->destructor = rrxe_gate_skb_free;
 	return rrxe_tx_send(skb, ipv6);

@@ -100,6 +100,13 @@ impl<T: GateOwner> TxGate<T> {
         unsafe { bindings::rrxe_gate_must_wait(self.ptr.as_ptr(), high, low) }
     }
 
+    /// How many packets are out now (a snapshot: the stack frees them in
+    /// any context).
+    pub fn out(&self) -> u32 {
+        // SAFETY: The gate is live (the invariant).
+        unsafe { bindings::rrxe_gate_out(self.ptr.as_ptr()) }
+    }
+
     /// The C gate, for [`crate::ib::net::TxPacket::send_gated`].
     pub(crate) fn as_raw(&self) -> *mut bindings::rrxe_gate {
         self.ptr.as_ptr()

@@ -155,6 +155,14 @@ impl Drop for NetTicket {
     }
 }
 
+/// Whether IPv4 packets leaving by `ndev` may be sent as UDP GSO packets
+/// ([`TxPacket::set_gso`]): the device takes them whole and needs or fills
+/// no UDP checksum (a veth, a NIC that segments UDP).
+pub fn udp_gso_ok(ndev: &NetDev) -> bool {
+    // SAFETY: `ndev` is live; the call reads its features.
+    unsafe { bindings::rrxe_tx_gso_ok(ndev.as_raw()) }
+}
+
 /// A connected QP's route, kept between packets (a `dst_cache`, per CPU).
 ///
 /// The flow it routes (destination, source, TOS, netdev) must stay the
@@ -262,12 +270,33 @@ impl TxPacket {
     }
 
     /// Lets the stack choose the IPv4 identification of the header written
-    /// in [`Self::data`] (before the ICRC is computed over it).
-    pub fn ip4_ident(&mut self) {
+    /// in [`Self::data`] (before the ICRC is computed over it), reserving
+    /// `segs` of them for a packet [`Self::set_gso`] makes `segs` segments
+    /// (numbered from the one chosen, as the stack numbers them).
+    pub fn ip4_ident(&mut self, segs: u16) {
         if !self.v6 {
             // SAFETY: Our skb, with its IPv4 header written by the caller.
-            unsafe { bindings::rrxe_tx_ip4_ident(self.skb.as_ptr()) };
+            unsafe { bindings::rrxe_tx_ip4_ident(self.skb.as_ptr(), segs.max(1).into()) };
         }
+    }
+
+    /// Makes the packet, whose UDP payload (its headers written in
+    /// [`Self::data`]) is `segs` payloads of `seg` bytes, the last perhaps
+    /// shorter, a UDP GSO packet: the stack or the device splits it into
+    /// `segs` IPv4 packets, each with the IP and UDP headers copied and set
+    /// for it, its UDP checksum filled in. IPv4 only (`EINVAL`).
+    pub fn set_gso(&mut self, seg: usize, segs: u16) -> Result {
+        let h = 20 + 8; // IPv4 without options, UDP
+        let udp = self.len.checked_sub(h).ok_or(EINVAL)?;
+        let n = usize::from(segs);
+        if self.v6 || seg == 0 || n < 2 || udp <= (n - 1) * seg || udp > n * seg {
+            return Err(EINVAL);
+        }
+        let seg = u32::try_from(seg).map_err(|_| EINVAL)?;
+        // SAFETY: Our skb, an IPv4 packet with its headers written, its UDP
+        // payload `segs` segments of `seg` bytes (checked above).
+        unsafe { bindings::rrxe_tx_set_gso(self.skb.as_ptr(), seg, segs.into()) };
+        Ok(())
     }
 
     /// Hands the packet to the IP layer.

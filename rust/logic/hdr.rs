@@ -277,6 +277,24 @@ impl Headers {
         }
     }
 
+    /// The length [`Headers::write`] writes.
+    pub fn wire_len(&self) -> usize {
+        BTH + self.deth.map_or(0, |_| DETH)
+            + self.feth.map_or(0, |_| FETH)
+            + self.reth.map_or(0, |_| RETH)
+            + self.atm.map_or(0, |_| ATMETH)
+            + self.aeth.map_or(0, |_| AETH)
+            + self.atmack.map_or(0, |_| ATMACK)
+            + self.imm.map_or(0, |_| IMMDT)
+            + self.ieth.map_or(0, |_| IETH)
+    }
+
+    /// The UDP payload of a packet with these headers and `payload` bytes:
+    /// the headers, the payload padded to four bytes, the ICRC.
+    pub fn udp_len(&self, payload: usize) -> usize {
+        self.wire_len() + payload.next_multiple_of(4) + ICRC_SIZE
+    }
+
     /// Writes the headers to the start of `b`, in wire order; returns their
     /// length.
     pub fn write(&self, b: &mut [u8; MAX_HDRS]) -> usize {
@@ -588,6 +606,7 @@ mod tests {
             })
         };
         let n = h.write(&mut b);
+        assert_eq!(h.wire_len(), n);
         let l = layout(0x0b).unwrap();
         assert_eq!(n, l.hdr_len);
         assert_eq!(Reth::parse(&b[l.reth.unwrap()..]), Some(reth));
@@ -603,6 +622,7 @@ mod tests {
             })
         };
         let n = h.write(&mut b);
+        assert_eq!(h.wire_len(), n);
         let l = layout(0x1c).unwrap();
         assert_eq!(n, l.hdr_len);
         assert_eq!(b[l.feth.unwrap()..][..4], [0, 0, 0, 0x21]);
@@ -621,6 +641,7 @@ mod tests {
             })
         };
         let n = h.write(&mut b);
+        assert_eq!(h.wire_len(), n);
         let l = layout(0x12).unwrap();
         assert_eq!(n, l.hdr_len);
         assert_eq!(Aeth::parse(&b[l.aeth.unwrap()..]), Some(aeth));
@@ -642,6 +663,7 @@ mod tests {
             })
         };
         let n = h.write(&mut b);
+        assert_eq!(h.wire_len(), n);
         let l = layout(UD_SEND_ONLY_IMM).unwrap();
         assert_eq!(n, l.hdr_len);
         assert_eq!(Deth::parse(&b[l.deth.unwrap()..]), Some(deth));
@@ -654,8 +676,23 @@ mod tests {
             })
         };
         let n = h.write(&mut b);
+        assert_eq!(h.wire_len(), n);
         let l = layout(0x17).unwrap();
         assert_eq!(n, l.hdr_len);
         assert_eq!(b[l.ieth.unwrap()..][..4], 0xdead_beefu32.to_be_bytes());
+    }
+
+    #[test]
+    fn udp_len_pads_and_adds_the_icrc() {
+        let h = Headers::new(Bth::default());
+        assert_eq!(h.udp_len(0), BTH + ICRC_SIZE);
+        assert_eq!(h.udp_len(1), BTH + 4 + ICRC_SIZE);
+        assert_eq!(h.udp_len(4096), BTH + 4096 + ICRC_SIZE);
+        let w = Headers {
+            reth: Some(Reth::default()),
+            imm: Some(1),
+            ..h
+        };
+        assert_eq!(w.udp_len(1023), BTH + RETH + IMMDT + 1024 + ICRC_SIZE);
     }
 }

@@ -153,23 +153,40 @@ const PSEUDO_MAX: usize = 8 + IPV6_HDR + UDP_HDR + BTH_RESV8A + 1;
 /// [`icrc`] with the CRC-32 of `B`: two CRC updates, one over the masked
 /// headers gathered on the stack and one over the rest of the packet.
 pub fn icrc_with<B: Backend>(ip: &[u8]) -> Result<u32, IcrcError> {
-    let version = ip.first().ok_or(IcrcError::Short)? >> 4;
-    let ip_len = match version {
-        4 if ip[0] & 0x0f == 5 => IPV4_HDR,
-        6 => IPV6_HDR,
-        _ => return Err(IcrcError::BadIp),
-    };
+    let ip_len = ip_hdr_len(ip)?;
+    let (hdrs, udp_payload) = ip.split_at(ip.len().min(ip_len + UDP_HDR));
+    icrc_split_with::<B>(hdrs, udp_payload)
+}
+
+/// The size of the IP header `ip` starts with: IPv4 without options, or
+/// IPv6.
+fn ip_hdr_len(ip: &[u8]) -> Result<usize, IcrcError> {
+    match ip.first().ok_or(IcrcError::Short)? {
+        0x45 => Ok(IPV4_HDR),
+        v if v >> 4 == 6 => Ok(IPV6_HDR),
+        _ => Err(IcrcError::BadIp),
+    }
+}
+
+/// [`icrc_with`] of a packet given in two pieces: `hdrs`, its IP and UDP
+/// headers (exactly), and `udp_payload`, the BTH to the end of the payload
+/// (the ICRC excluded). A segment of a packet the stack splits (UDP
+/// segmentation offload) has its headers written only by the stack, so
+/// the sender computes its ICRC over the headers the segment will have.
+pub fn icrc_split_with<B: Backend>(hdrs: &[u8], udp_payload: &[u8]) -> Result<u32, IcrcError> {
+    let ip_len = ip_hdr_len(hdrs)?;
     let bth = ip_len + UDP_HDR;
-    if ip.len() < bth + BTH_RESV8A + 1 {
+    if hdrs.len() != bth || udp_payload.len() < BTH_RESV8A + 1 {
         return Err(IcrcError::Short);
     }
     // The LRH's ones, then the headers up to the BTH's masked byte, which
     // stays one.
     let len = 8 + bth + BTH_RESV8A + 1;
     let mut p = [0xffu8; PSEUDO_MAX];
-    p[8..len - 1].copy_from_slice(&ip[..bth + BTH_RESV8A]);
+    p[8..8 + bth].copy_from_slice(hdrs);
+    p[8 + bth..len - 1].copy_from_slice(&udp_payload[..BTH_RESV8A]);
     let h = &mut p[8..];
-    if version == 4 {
+    if ip_len == IPV4_HDR {
         h[1] = 0xff; // TOS
         h[8] = 0xff; // TTL
         h[10] = 0xff; // header checksum
@@ -185,7 +202,7 @@ pub fn icrc_with<B: Backend>(ip: &[u8]) -> Result<u32, IcrcError> {
     h[ip_len + 7] = 0xff;
     let mut c = Crc32::<B>::new();
     c.update(&p[..len]);
-    c.update(&ip[bth + BTH_RESV8A + 1..]);
+    c.update(&udp_payload[BTH_RESV8A + 1..]);
     Ok(c.finish())
 }
 
@@ -333,6 +350,37 @@ mod tests {
                 assert_eq!(icrc_with::<Bytewise>(q), Ok(want), "v6 {v6} len {len}");
             }
         }
+    }
+
+    #[test]
+    fn split_equals_whole() {
+        let mut r = Rng(0x5e9_0001);
+        let mut p = [0u8; IPV6_HDR + UDP_HDR + 12 + 64];
+        for v6 in [false, true] {
+            let hl = if v6 { IPV6_HDR } else { IPV4_HDR } + UDP_HDR;
+            for len in hl + BTH_RESV8A + 1..=p.len() {
+                r.fill(&mut p);
+                p[0] = if v6 { 0x60 | (p[0] & 0x0f) } else { 0x45 };
+                let (h, u) = p[..len].split_at(hl);
+                assert_eq!(icrc_split_with::<Slice8>(h, u), icrc(&p[..len]));
+            }
+        }
+        // The headers must be exactly IP and UDP, and the BTH's first
+        // five bytes must follow.
+        let q = [0x45u8; 40];
+        assert_eq!(
+            icrc_split_with::<Slice8>(&q[..27], &q[27..]),
+            Err(IcrcError::Short)
+        );
+        assert_eq!(
+            icrc_split_with::<Slice8>(&q[..29], &q[29..]),
+            Err(IcrcError::Short)
+        );
+        assert_eq!(
+            icrc_split_with::<Slice8>(&q[..28], &q[28..32]),
+            Err(IcrcError::Short)
+        );
+        assert!(icrc_split_with::<Slice8>(&q[..28], &q[28..33]).is_ok());
     }
 
     #[test]

@@ -201,6 +201,13 @@ impl IpOut {
     }
 }
 
+/// Whether a packet whose UDP payload is `next` bytes, a message's last
+/// when `last`, may follow packets of `first` bytes in one UDP GSO packet:
+/// the stack splits one into equal segments, but for a shorter last one.
+pub fn gso_fits(first: usize, next: usize, last: bool) -> bool {
+    next == first || (last && next < first)
+}
+
 /// Recomputes an IPv4 header's checksum in place.
 pub fn set_ipv4_checksum(h: &mut [u8]) {
     h[10] = 0;
@@ -234,6 +241,16 @@ pub fn udp_sport(flow_label: u32, lqpn: u32, rqpn: u32) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gso_segments_are_equal_but_a_shorter_last() {
+        assert!(gso_fits(4112, 4112, false));
+        assert!(gso_fits(4112, 4112, true));
+        assert!(gso_fits(4112, 20, true));
+        assert!(!gso_fits(4112, 20, false));
+        assert!(!gso_fits(4112, 4128, true));
+        assert!(!gso_fits(4112, 4128, false));
+    }
 
     fn out(v4: bool) -> IpOut {
         let (s, d) = if v4 {

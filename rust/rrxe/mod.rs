@@ -6,6 +6,7 @@ pub mod ah;
 pub mod cq;
 pub mod device;
 pub mod dm;
+pub mod gso;
 pub mod mcast;
 pub mod mr;
 pub mod mw;

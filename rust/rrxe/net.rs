@@ -37,6 +37,16 @@ fn icrc(p: &[u8]) -> Result<u32, icrc::IcrcError> {
     }
 }
 
+/// The ICRC of a packet given as its IP and UDP headers and the rest (see
+/// `icrc::icrc_split_with`), by the chosen engine.
+pub(crate) fn icrc_split(hdrs: &[u8], udp_payload: &[u8]) -> Result<u32, icrc::IcrcError> {
+    if KERNEL_CRC.load(Ordering::Relaxed) {
+        icrc::icrc_split_with::<crc::Kernel>(hdrs, udp_payload)
+    } else {
+        icrc::icrc_split_with::<icrc::Slice8>(hdrs, udp_payload)
+    }
+}
+
 /// Picks the faster CRC-32 engine for this CPU, as the kernel picks its
 /// RAID-6 and XOR routines at boot: each engine runs over 4 KiB a few
 /// times, alternately, and the best run of each counts. `crc32_le` uses
@@ -123,7 +133,7 @@ pub fn xmit(
         fill(body)?;
         tail[..pad].fill(0);
     }
-    tx.ip4_ident();
+    tx.ip4_ident(1);
     let p = tx.data();
     let sum = icrc(&p[..total - hdr::ICRC_SIZE]).map_err(|_| EINVAL)?;
     p[total - hdr::ICRC_SIZE..].copy_from_slice(&sum.to_le_bytes());

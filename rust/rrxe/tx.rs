@@ -18,6 +18,7 @@ use crate::logic::{
 };
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
+    gso,
     mr::{self, Copy},
     net,
     sge::Gather,
@@ -140,6 +141,33 @@ pub(crate) fn send(
     let r = xmit(dev, out, route, gate, hdrs, len, |b| {
         fill(b).inspect_err(|_| gather_err = true)
     });
+    outcome(dev, r, gather_err)
+}
+
+/// Sends `n` packets of a connected QP on the wire as one burst
+/// ([`gso::xmit`]): packet `k` has the headers and payload length
+/// `packet(k)` gives, and `fill(k, ..)` writes its payload. The outcome is
+/// [`send`]'s, for the whole burst (a payload that cannot be gathered
+/// sends none of it).
+pub(crate) fn send_burst(
+    dev: &Device<Rrxe>,
+    out: &IpOut,
+    route: Option<&RouteCache>,
+    gate: Option<&TxGate<QpShared>>,
+    n: usize,
+    packet: impl Fn(usize) -> (Headers, usize),
+    mut fill: impl FnMut(usize, &mut [u8]) -> Result,
+) -> Result {
+    let mut gather_err = false;
+    let r = gso::xmit(dev, out, route, gate, n, packet, |k, b| {
+        fill(k, b).inspect_err(|_| gather_err = true)
+    });
+    outcome(dev, r, gather_err)
+}
+
+/// What [`send`] returns for the result `r` of sending (`gather_err`: the
+/// payload could not be gathered).
+fn outcome(dev: &Device<Rrxe>, r: Result, gather_err: bool) -> Result {
     match r {
         Err(e) if gather_err => Err(e),
         Err(e) if e == EMSGSIZE => {

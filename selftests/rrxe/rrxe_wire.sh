@@ -11,7 +11,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 14
+ktap_set_plan 16
 
 A=rrxtwa B=rrxtwb
 cleanup_net
@@ -51,6 +51,33 @@ check "ibv_uc_pingpong -c between namespaces over IPv6 (3000-byte messages, 256-
 	pingpong_ns ibv_uc_pingpong $A rrxewa $B rrxewb 10.78.0.1 fd78: -s 3000 -m 256 -n 50
 check "ibv_ud_pingpong -c with inline 1-byte messages, the other direction" \
 	pingpong_ns ibv_ud_pingpong $A rrxewa $B rrxewb 10.78.0.1 ffff:10.78.0 -s 1 -n 50
+# Over IPv4, an RC requester hands the stack a message's run of equal
+# packets as one UDP GSO packet (a burst of up to 30 KiB), which the veth
+# passes whole and the receiving stack splits into ordinary RoCEv2
+# packets, each with its own ICRC. So A's veth counts a frame per burst
+# (and per ACK) where rrxe counts every packet: a 64 KiB message at a 1 KiB
+# MTU is 64 packets in three bursts. Without bursts the veth counts at
+# least as many frames as packets. Over IPv6 they go one by one.
+veth_tx() { ip netns exec $A cat /sys/class/net/rrxtva/statistics/tx_packets; }
+bursts() {
+	local s0 t0 s t
+	s0=$(cat $hw/rrxewa/ports/1/hw_counters/sent_pkts)
+	t0=$(veth_tx)
+	pingpong_ns ibv_rc_pingpong $B rrxewb $A rrxewa 10.78.0.2 "$1" -s 65536 -m 1024 -n 200 || return 1
+	s=$(cat $hw/rrxewa/ports/1/hw_counters/sent_pkts)
+	t=$(veth_tx)
+	echo "# A sent $((s - s0)) RoCE packets in $((t - t0)) frames over ${2}"
+	[ $((s - s0)) -ge $((200 * 64)) ] || return 1
+	if [ "$2" = IPv4 ]; then
+		[ $(((t - t0) * 4)) -le $((s - s0)) ]
+	else
+		[ $((t - t0)) -ge $((s - s0)) ]
+	fi
+}
+check "ibv_rc_pingpong -c, 64 KiB messages over IPv4: a message's packets leave in bursts (a quarter as many frames or fewer), intact" \
+	bursts ffff:10.78.0 IPv4
+check "ibv_rc_pingpong -c, 64 KiB messages over IPv6: packet by packet, intact" \
+	bursts fd78: IPv6
 # A connected QP keeps its route between packets (as rxe keeps an RC QP's
 # in its socket), so a routing change must reach a QP already streaming: a
 # host route to the peer through a gateway that does not answer, added
@@ -128,7 +155,14 @@ check "RDMA READs across 3% loss each way are retried from the gap and arrive in
 # with 64 of its packets in the stack (rxe's bound). The backlog is
 # sampled for two seconds (perftest's QP timeout is set to 4 s, so that
 # nothing is retransmitted meanwhile), then both ends are stopped.
-qdisc_backlog() { ip netns exec "$1" tc -s qdisc show dev "$2" | sed -n 's/.* backlog [0-9]*b \([0-9]*\)p.*/\1/p' | head -n 1; }
+# The backlog in packets: a burst is one skb in the qdisc, so its bytes
+# count, each packet 1082 of them on the wire (Ethernet, IP, UDP, BTH,
+# 1 KiB, ICRC; a message's first adds a RETH).
+qdisc_backlog() {
+	local b
+	b=$(ip netns exec "$1" tc -s qdisc show dev "$2" | sed -n 's/.* backlog \([0-9]*\)b [0-9]*p.*/\1/p' | head -n 1)
+	echo $((${b:-0} / 1082))
+}
 gated_burst() {
 	local log=/tmp/rrxe_gate.$$ gi srv cli max=0 n i r0 rc=0
 	local a=(ib_write_bw -F -p 18611 -s 262144 -n 100000 -m 1024 -u 20)

@@ -15,6 +15,7 @@ use crate::logic::{
     flights::{FState, Flight},
     hdr::{AtmEth, Bth, Headers, Reth},
     mtu::mtu_bytes,
+    pkt,
     qp::{QpAttrs, QpState},
     rc::{self, op},
     uc::{psn_add, Pos},
@@ -22,7 +23,7 @@ use crate::logic::{
 };
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
-    mr, mw,
+    gso, mr, mw, net,
     qp::{QpInner, QpShared},
     sq::take_send,
     tx::{self, Packet, Src},
@@ -37,12 +38,30 @@ enum Step {
     Again,
     /// Send this packet of the WQE in shadow slot `slot`.
     Send(Packet, usize),
+    /// Send a burst of the WQE in shadow slot `slot` (see `gso`).
+    Burst(Burst, usize),
     /// Run the local operation (bind, invalidate, registration) of the
     /// oldest WQE, in shadow slot `slot`.
     Local(usize),
     /// This run has taken as many new WQEs as the ring holds: the rest
     /// wait for the QP's task.
     Yield,
+}
+
+/// Packets `0..n` of a burst: those of flight `f` from `off` bytes on.
+#[derive(Clone, Copy)]
+struct Burst {
+    f: Flight,
+    off: u64,
+    n: usize,
+}
+
+impl Burst {
+    /// Packet `k`.
+    fn packet(&self, a: &QpAttrs, k: usize) -> Packet {
+        let off = self.off + k as u64 * u64::from(self.f.seg.max(1));
+        segment(&self.f, off, base_bth(a)).0
+    }
 }
 
 /// Runs the requester (the doorbell, and the QP's task): timers first,
@@ -81,18 +100,60 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             Step::Local(i) => run_local(dev.data(), s, i),
             Step::Send(tx, i) => {
                 if let Err(e) = emit(dev, s, &a, &tx, &slot, &mut buf) {
-                    // The WQE's memory keys failed, or its packets are too
-                    // big for the route: it completes in error.
-                    let mut rc = s.rc.lock();
-                    let mut g = s.inner.lock();
-                    rc.win.finish(i, tx::fail_status(e));
-                    complete_ready(dev.data(), s, &mut rc, &mut g);
+                    fail(dev.data(), s, i, e);
+                }
+            }
+            Step::Burst(b, i) => {
+                if let Err(e) = burst(dev, s, &a, &b, &slot, &mut buf) {
+                    fail(dev.data(), s, i, e);
                 }
             }
         }
     }
     arm(s, &mut s.rc.lock());
     Ok(())
+}
+
+/// The WQE in slot `i` could not be sent: its memory keys failed, or its
+/// packets are too big for the route. It completes in error.
+fn fail(d: &RrxeDev, s: &QpShared, i: usize, e: Error) {
+    let mut rc = s.rc.lock();
+    let mut g = s.inner.lock();
+    rc.win.finish(i, tx::fail_status(e));
+    complete_ready(d, s, &mut rc, &mut g);
+}
+
+/// Sends burst `b` as one UDP GSO packet, or packet by packet when its
+/// peer has become local or its path IPv6 (the requester made it for an
+/// IPv4 wire path).
+fn burst(
+    dev: &Device<Rrxe>,
+    s: &QpShared,
+    a: &QpAttrs,
+    b: &Burst,
+    slot: &[u8],
+    buf: &mut KVVec<u8>,
+) -> Result {
+    let out = net::connected_out(a, s.qpn);
+    if dev.has_gid(1, &a.av.dgid) || !out.v4() {
+        for k in 0..b.n {
+            emit(dev, s, a, &b.packet(a, k), slot, buf)?;
+        }
+        return Ok(());
+    }
+    let d = dev.data();
+    tx::send_burst(
+        dev,
+        &out,
+        s.route.as_ref(),
+        s.gate.as_ref(),
+        b.n,
+        |k| {
+            let p = b.packet(a, k);
+            (p.hdrs, p.len)
+        },
+        |k, o| b.packet(a, k).fill(d, s.pd, s.qpn, slot, o),
+    )
 }
 
 /// Runs the local operation of the oldest WQE, in slot `i`, and completes
@@ -164,7 +225,8 @@ fn prepare(
     if s.gate.as_ref().is_some_and(|g| g.must_wait(high, low)) {
         return Step::Idle;
     }
-    let Some((tx, last)) = build(&f, rc.win.off, &a, slot) else {
+    let off = rc.win.off;
+    let Some((tx, last)) = build(&f, off, &a, slot) else {
         f.finish(status::LOC_QP_OP_ERR);
         rc.win.flights[i] = Some(f);
         return Step::Again;
@@ -174,7 +236,59 @@ fn prepare(
     // measures silence after the last packet, so a slow responder still
     // working through a burst is not taken for a lost one.
     restart(rc, &a);
-    Step::Send(tx, i)
+    if last || !f.segmented() || f.seg as usize == LOCAL_SEG {
+        return Step::Send(tx, i);
+    }
+    let out = net::connected_out(&a, s.qpn);
+    if !gso::ok(dev, &out) {
+        return Step::Send(tx, i);
+    }
+    // A burst counts in the gate as its packets: it keeps within the
+    // gate's bound.
+    let room = s
+        .gate
+        .as_ref()
+        .map_or(high, |g| high.saturating_sub(g.out()));
+    let max = (room as usize).min(gso::MAX_PKTS);
+    let n = extend(rc, &a, cons, i, slot, &tx, max);
+    if n == 1 {
+        return Step::Send(tx, i);
+    }
+    Step::Burst(Burst { f, off, n }, i)
+}
+
+/// Takes more packets of the WQE in slot `i`, whose packet `first` was just
+/// taken, into a burst while they fit one (`pkt::gso_fits`, [`gso::MAX_BYTES`])
+/// and the window has room, up to `max` in all; returns how many the burst
+/// has.
+fn extend(
+    rc: &mut RcState,
+    a: &QpAttrs,
+    cons: u32,
+    i: usize,
+    slot: &[u8],
+    first: &Packet,
+    max: usize,
+) -> usize {
+    let seg = first.hdrs.udp_len(first.len);
+    let (mut n, mut bytes) = (1, seg);
+    while n < max && !rc.win.window_full(cons) {
+        let Some(f) = rc.win.flights[i] else { break };
+        let Some((tx, last)) = build(&f, rc.win.off, a, slot) else {
+            break;
+        };
+        let u = tx.hdrs.udp_len(tx.len);
+        if !pkt::gso_fits(seg, u, last) || bytes + u > gso::MAX_BYTES {
+            break;
+        }
+        rc.win.sent(i, f, tx.hdrs.bth.psn, tx.len as u64, last);
+        n += 1;
+        bytes += u;
+        if last {
+            break;
+        }
+    }
+    n
 }
 
 /// Takes the WQE just copied into `slot` into the window: into its shadow
@@ -203,15 +317,20 @@ fn take_new(
 /// The next packet of flight `f`, `off` bytes of which are sent, and
 /// whether it is the WQE's last; `None` for an operation RC cannot send.
 fn build(f: &Flight, off: u64, a: &QpAttrs, slot: &[u8]) -> Option<(Packet, bool)> {
-    let bth = Bth {
-        pkey: 0xffff,
-        dqpn: a.dest_qp_num,
-        ..Default::default()
-    };
+    let bth = base_bth(a);
     if f.segmented() {
         return Some(segment(f, off, bth));
     }
     request(f, bth, slot).map(|tx| (tx, true))
+}
+
+/// The BTH fields every request of the QP has.
+fn base_bth(a: &QpAttrs) -> Bth {
+    Bth {
+        pkey: 0xffff,
+        dqpn: a.dest_qp_num,
+        ..Default::default()
+    }
 }
 
 /// The packet of a SEND or WRITE that starts `off` bytes in, and whether
