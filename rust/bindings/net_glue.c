@@ -668,38 +668,69 @@ void rrxe_tx_ip4_ident(struct sk_buff *skb, unsigned int segs)
 }
 
 /*
- * Whether IPv4 packets leaving by @ndev may go to the stack as UDP GSO
- * packets: the device takes them whole (a veth, a NIC that segments UDP)
- * and fills in or does not need their UDP checksums. Otherwise the stack
- * would split them and checksum each segment in software.
+ * Bursts (rust/rrxe/gso.rs): an IPv4 packet built by rrxe_tx_skb, the
+ * head, with its headers and its first packet's UDP payload, and more
+ * packets chained on its frag_list, each a linear skb holding its own IP
+ * and UDP headers in front of its data (its UDP payload), as UDP GRO's
+ * fraglist mode chains the datagrams it receives. The stack splits it
+ * (skb_segment_list) by unchaining the packets, without copying them: in
+ * the receiving namespace when a veth passes it whole, or before a device
+ * that cannot take it. Each packet keeps its own UDP header (its length,
+ * checksum 0); the stack sets each IPv4 header's length and checksum and
+ * numbers their identifications on from the head's.
+ *
+ * rrxe_tx_burst_add appends a packet of @len bytes (IP header to the end
+ * of the UDP payload) after @tail (NULL: the first after the head) and
+ * points *data at its IP header; NULL if it cannot be allocated. The head
+ * owns it from then on.
  */
-bool rrxe_tx_gso_ok(struct net_device *ndev)
+struct sk_buff *rrxe_tx_burst_add(struct sk_buff *head, struct sk_buff *tail,
+				  unsigned int len, u8 **data)
 {
-	netdev_features_t f = READ_ONCE(ndev->features);
+	struct net_device *dev = skb_dst(head)->dev;
+	unsigned int hdrs = sizeof(struct iphdr) + sizeof(struct udphdr);
+	struct sk_buff *skb;
 
-	return (f & NETIF_F_GSO_UDP_L4) && (f & (NETIF_F_HW_CSUM | NETIF_F_IP_CSUM));
+	if (len < hdrs)
+		return NULL;
+	skb = alloc_skb(len + LL_RESERVED_SPACE(dev) + dev->needed_tailroom, GFP_KERNEL);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, LL_RESERVED_SPACE(dev));
+	skb->protocol = htons(ETH_P_IP);
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, sizeof(struct iphdr));
+	*data = skb_put(skb, len);
+	__skb_pull(skb, hdrs);
+	if (tail)
+		tail->next = skb;
+	else
+		skb_shinfo(head)->frag_list = skb;
+	head->len += skb->len;
+	head->data_len += skb->len;
+	head->truesize += skb->truesize;
+	return skb;
 }
 
 /*
- * Makes an IPv4 packet built by rrxe_tx_skb, whose UDP payload is @segs
- * payloads of @seg bytes (the last may be shorter), a UDP GSO packet: the
- * stack or the device splits it into @segs packets, each with a copy of
- * the IP and UDP headers (lengths, identification and checksums set for
- * the segment), as it splits a UDP_SEGMENT socket's send.
+ * Makes @head, with the packets rrxe_tx_burst_add chained to it, a UDP
+ * GSO packet of @segs segments, the head's UDP payload @seg bytes (the
+ * largest). Its UDP length covers them all (the stack trims a packet to
+ * it), and the transmit gate counts @segs packets for it (tskey, which
+ * only send timestamps use, and rrxe's packets have none, keeps the count
+ * where segmentation, which resets gso_segs, leaves it).
  */
-void rrxe_tx_set_gso(struct sk_buff *skb, unsigned int seg, unsigned int segs)
+void rrxe_tx_burst_finish(struct sk_buff *head, unsigned int seg, unsigned int segs)
 {
-	struct udphdr *uh = udp_hdr(skb);
-	unsigned int len = skb->len - skb_transport_offset(skb);
+	struct udphdr *uh = udp_hdr(head);
 
-	skb_shinfo(skb)->gso_size = seg;
-	skb_shinfo(skb)->gso_segs = segs;
-	skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
-	skb->ip_summed = CHECKSUM_PARTIAL;
-	skb->csum_start = skb_transport_header(skb) - skb->head;
-	skb->csum_offset = offsetof(struct udphdr, check);
-	uh->len = htons(len);
-	uh->check = ~udp_v4_check(len, ip_hdr(skb)->saddr, ip_hdr(skb)->daddr, 0);
+	skb_shinfo(head)->gso_size = seg;
+	skb_shinfo(head)->gso_segs = segs;
+	skb_shinfo(head)->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+	skb_shinfo(head)->tskey = segs;
+	head->ip_summed = CHECKSUM_UNNECESSARY;
+	uh->len = htons(head->len - skb_transport_offset(head));
+	uh->check = 0;
 }
 
 /* Sends a packet built by rrxe_tx_skb (consumes it). */

@@ -33,8 +33,9 @@ struct sk_buff *rrxe_tx_skb(struct net_device *ndev, struct rrxe_route *route, b
 			    const u8 *saddr, const u8 *daddr, u8 tos, unsigned int len,
 			    u8 **data);
 void rrxe_tx_ip4_ident(struct sk_buff *skb, unsigned int segs);
-bool rrxe_tx_gso_ok(struct net_device *ndev);
-void rrxe_tx_set_gso(struct sk_buff *skb, unsigned int seg, unsigned int segs);
+struct sk_buff *rrxe_tx_burst_add(struct sk_buff *head, struct sk_buff *tail,
+				  unsigned int len, u8 **data);
+void rrxe_tx_burst_finish(struct sk_buff *head, unsigned int seg, unsigned int segs);
 int rrxe_tx_send(struct sk_buff *skb, bool ipv6);
 void rrxe_kfree_skb(struct sk_buff *skb);
 const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len);

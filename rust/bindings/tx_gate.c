@@ -2,7 +2,7 @@
 /*
  * Transmit gates: the C side of rust/ib/net.rs's TxGate. A gate counts the
  * packets a QP handed to the stack that the stack has not freed yet (each
- * segment of a UDP GSO skb), as rxe counts a QP's skb_out: a sender that
+ * packet of a burst), as rxe counts a QP's skb_out: a sender that
  * finds a high mark of them out waits until fewer than a low mark are, and
  * the gate wakes it (the marks are the sender's: see logic::rc::gate_bounds).
  * Without it, a requester with a full window of 128 packets hands all of
@@ -155,14 +155,12 @@ bool rrxe_gate_must_wait(struct rrxe_gate *g, unsigned int high, unsigned int lo
 }
 
 /*
- * The packets @skb counts for: a UDP GSO packet (rrxe_tx_set_gso) its
- * segments. The stack keeps gso_segs until it frees the skb (when it
- * splits one, the segments are new skbs, and the original, freed after,
- * keeps its count), so the send and the free count the same.
+ * The packets @skb counts for: a burst's (rrxe_tx_burst_finish) are in its
+ * tskey, which the stack keeps until it frees the skb.
  */
 static unsigned int rrxe_gate_pkts(struct sk_buff *skb)
 {
-	return skb_is_gso(skb) ? max_t(unsigned int, skb_shinfo(skb)->gso_segs, 1) : 1;
+	return max_t(unsigned int, skb_shinfo(skb)->tskey, 1);
 }
 
 /* How many packets are out now. */

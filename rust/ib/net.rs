@@ -155,14 +155,6 @@ impl Drop for NetTicket {
     }
 }
 
-/// Whether IPv4 packets leaving by `ndev` may be sent as UDP GSO packets
-/// ([`TxPacket::set_gso`]): the device takes them whole and needs or fills
-/// no UDP checksum (a veth, a NIC that segments UDP).
-pub fn udp_gso_ok(ndev: &NetDev) -> bool {
-    // SAFETY: `ndev` is live; the call reads its features.
-    unsafe { bindings::rrxe_tx_gso_ok(ndev.as_raw()) }
-}
-
 /// A connected QP's route, kept between packets (a `dst_cache`, per CPU).
 ///
 /// The flow it routes (destination, source, TOS, netdev) must stay the
@@ -271,32 +263,13 @@ impl TxPacket {
 
     /// Lets the stack choose the IPv4 identification of the header written
     /// in [`Self::data`] (before the ICRC is computed over it), reserving
-    /// `segs` of them for a packet [`Self::set_gso`] makes `segs` segments
-    /// (numbered from the one chosen, as the stack numbers them).
+    /// `segs` of them for the head of a [`TxBurst`] of `segs` packets
+    /// (which the stack numbers on from the one chosen).
     pub fn ip4_ident(&mut self, segs: u16) {
         if !self.v6 {
             // SAFETY: Our skb, with its IPv4 header written by the caller.
             unsafe { bindings::rrxe_tx_ip4_ident(self.skb.as_ptr(), segs.max(1).into()) };
         }
-    }
-
-    /// Makes the packet, whose UDP payload (its headers written in
-    /// [`Self::data`]) is `segs` payloads of `seg` bytes, the last perhaps
-    /// shorter, a UDP GSO packet: the stack or the device splits it into
-    /// `segs` IPv4 packets, each with the IP and UDP headers copied and set
-    /// for it, its UDP checksum filled in. IPv4 only (`EINVAL`).
-    pub fn set_gso(&mut self, seg: usize, segs: u16) -> Result {
-        let h = 20 + 8; // IPv4 without options, UDP
-        let udp = self.len.checked_sub(h).ok_or(EINVAL)?;
-        let n = usize::from(segs);
-        if self.v6 || seg == 0 || n < 2 || udp <= (n - 1) * seg || udp > n * seg {
-            return Err(EINVAL);
-        }
-        let seg = u32::try_from(seg).map_err(|_| EINVAL)?;
-        // SAFETY: Our skb, an IPv4 packet with its headers written, its UDP
-        // payload `segs` segments of `seg` bytes (checked above).
-        unsafe { bindings::rrxe_tx_set_gso(self.skb.as_ptr(), seg, segs.into()) };
-        Ok(())
     }
 
     /// Hands the packet to the IP layer.
@@ -327,5 +300,85 @@ impl Drop for TxPacket {
     fn drop(&mut self) {
         // SAFETY: Still ours: not sent.
         unsafe { bindings::rrxe_kfree_skb(self.skb.as_ptr()) };
+    }
+}
+
+/// A burst: an IPv4 packet (the head, a [`TxPacket`] with its IP and UDP
+/// headers and its UDP payload) and more packets chained to it, handed to
+/// the stack as one UDP GSO packet that it splits back into them without
+/// copying (see `net_glue.c`). Each packet has its own IP and UDP headers,
+/// which the caller writes; the stack sets each IPv4 header's length,
+/// checksum and identification (the head's, then one more per packet).
+///
+/// # Invariants
+///
+/// `tail` is null or the last packet chained to `head`'s skb, which owns
+/// it; `segs` counts the head and the packets chained.
+pub struct TxBurst {
+    head: TxPacket,
+    tail: *mut bindings::sk_buff,
+    segs: u16,
+}
+
+impl TxBurst {
+    /// A burst of `head` alone, an IPv4 packet.
+    pub fn new(head: TxPacket) -> Result<Self> {
+        if head.v6 {
+            return Err(EINVAL);
+        }
+        // INVARIANT: No packet chained yet.
+        Ok(Self {
+            head,
+            tail: core::ptr::null_mut(),
+            segs: 1,
+        })
+    }
+
+    /// The head.
+    pub fn head(&mut self) -> &mut TxPacket {
+        &mut self.head
+    }
+
+    /// Chains a packet of `len` bytes (its IP header to the end of its UDP
+    /// payload) and returns them, to be written.
+    pub fn push(&mut self, len: usize) -> Result<&mut [u8]> {
+        let len32 = u32::try_from(len).map_err(|_| EINVAL)?;
+        let segs = self.segs.checked_add(1).ok_or(EINVAL)?;
+        let mut data = core::ptr::null_mut();
+        // SAFETY: The head's skb is ours and `tail` null or its last chained
+        // packet (the invariant); `data` is a valid out-pointer.
+        let skb = unsafe {
+            bindings::rrxe_tx_burst_add(self.head.skb.as_ptr(), self.tail, len32, &mut data)
+        };
+        if skb.is_null() || data.is_null() {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: The new packet is the last chained, and is counted.
+        self.tail = skb;
+        self.segs = segs;
+        // SAFETY: `len` bytes at `data` in the new packet, which the head
+        // owns while `self` is borrowed.
+        Ok(unsafe { core::slice::from_raw_parts_mut(data, len) })
+    }
+
+    /// Hands the burst to the IP layer (through `gate`, which counts its
+    /// packets, when given), its head's UDP payload being `seg` bytes, the
+    /// largest. `EINVAL` for a head alone.
+    pub fn send<T: crate::ib::gate::GateOwner>(
+        self,
+        seg: usize,
+        gate: Option<&crate::ib::gate::TxGate<T>>,
+    ) -> Result {
+        let seg = u32::try_from(seg).map_err(|_| EINVAL)?;
+        if self.segs < 2 {
+            return Err(EINVAL);
+        }
+        // SAFETY: The head's skb is ours, an IPv4 packet with its headers
+        // written and `segs` packets in all (the invariant).
+        unsafe { bindings::rrxe_tx_burst_finish(self.head.skb.as_ptr(), seg, self.segs.into()) };
+        match gate {
+            Some(g) => self.head.send_gated(g),
+            None => self.head.send(),
+        }
     }
 }

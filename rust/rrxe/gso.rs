@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Bursts: consecutive packets of one connected QP's message sent to the
-//! stack as one UDP GSO packet, which the device (a veth, a NIC that
-//! segments UDP) or the stack splits. Each segment is an ordinary RoCEv2
-//! packet, its ICRC computed here over the IP and UDP headers the stack
-//! will give it (its lengths, and the identification the stack numbers
-//! segments with); only the UDP checksum, which the ICRC leaves out, is
-//! the stack's. One trip through IP, the qdisc and the device carries the
-//! whole burst, where each packet took its own.
+//! Bursts: consecutive packets of one connected QP's message handed to the
+//! stack as one UDP GSO packet (`ib::net::TxBurst`), which it splits back
+//! into them without copying them, in the receiving namespace when a veth
+//! passes it whole, or before a device that cannot take it. Each is an
+//! ordinary RoCEv2 packet, built as one sent alone would be, its ICRC
+//! computed over the IP and UDP headers the stack will leave it with (its
+//! lengths, and the identification the stack numbers the packets with).
+//! One trip through IP, the qdisc and the device, and one through the
+//! receiving IP and UDP layers, carries the whole burst, where each packet
+//! took its own.
 //!
-//! The stack splits a UDP GSO packet into equal segments, the last perhaps
-//! shorter, so a burst is such a run of packets: the middle of a message,
-//! or its middle and last packets. IPv4 only; IPv6 packets go one by one.
+//! A burst is a run of packets of equal size, the last perhaps shorter
+//! (`pkt::gso_fits`): the middle of a message, or its middle and last
+//! packets, which the stack could also split by size alone. IPv4 only;
+//! IPv6 packets go one by one.
 
 use crate::ib::{
     device::Device,
     gate::TxGate,
-    net::{self as ibnet, RouteCache, TxPacket},
+    net::{RouteCache, TxBurst, TxPacket},
     stats::Counter,
 };
 use crate::logic::{
@@ -27,18 +30,34 @@ use crate::logic::{
 use crate::rrxe::{device::Rrxe, net, qp::QpShared};
 use kernel::prelude::*;
 
-/// The most UDP payload bytes a burst carries: with its headers and the
-/// skb's shared info it stays within 32 KiB (an order-3 allocation, which
-/// the page allocator serves from its per-CPU lists).
-pub const MAX_BYTES: usize = 30 * 1024;
+/// The most UDP payload bytes a burst carries: its UDP and IPv4 lengths
+/// count them all, and must fit in 16 bits.
+pub const MAX_BYTES: usize = 60 * 1024;
 
 /// The most packets in a burst.
-pub const MAX_PKTS: usize = 32;
+pub const MAX_PKTS: usize = 64;
 
-/// Whether this device's packets to `out` may go in bursts: IPv4, and a
-/// netdev that takes UDP GSO packets whole.
-pub fn ok(dev: &Device<Rrxe>, out: &IpOut) -> bool {
-    out.v4() && dev.netdev(1).is_some_and(|n| ibnet::udp_gso_ok(&n))
+/// Writes a packet's UDP payload into `sp` (exactly its length): headers
+/// `h`, `len` payload bytes from `fill`, the pad, and the ICRC over the IP
+/// and UDP headers `ipudp` it leaves with and the rest.
+fn build(
+    sp: &mut [u8],
+    ipudp: &[u8],
+    h: &Headers,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result,
+) -> Result {
+    let u = sp.len();
+    let mut hb = [0u8; MAX_HDRS];
+    let hn = h.write(&mut hb);
+    let pad = u.checked_sub(hn + len + ICRC_SIZE).ok_or(EINVAL)?;
+    sp[..hn].copy_from_slice(&hb[..hn]);
+    sp[1] = (sp[1] & !0x30) | ((pad as u8) << 4);
+    fill(&mut sp[hn..hn + len])?;
+    sp[hn + len..u - ICRC_SIZE].fill(0);
+    let sum = net::icrc_split(ipudp, &sp[..u - ICRC_SIZE]).map_err(|_| EINVAL)?;
+    sp[u - ICRC_SIZE..].copy_from_slice(&sum.to_le_bytes());
+    Ok(())
 }
 
 /// Sends `n` packets (2 or more) as one burst: packet `k` has the headers
@@ -70,40 +89,37 @@ pub fn xmit(
         return Err(EINVAL);
     }
     let ndev = dev.netdev(1).ok_or(ENODEV)?;
-    let hl = out.hdr_len();
+    const HL: usize = IPV4_HDR + UDP_HDR;
     let (s, d) = (&out.sgid[12..], &out.dgid[12..]);
-    let mut tx = TxPacket::new(&ndev, route, s, d, out.traffic_class, hl + udp_total)?;
-    out.write(tx.data(), udp_total).ok_or(EINVAL)?;
-    tx.ip4_ident(segs);
-    let p = tx.data();
-    let id = u16::from_be_bytes([p[4], p[5]]);
-    let mut rest = &mut p[hl..];
+    let head = TxPacket::new(&ndev, route, s, d, out.traffic_class, HL + seg)?;
+    let mut b = TxBurst::new(head)?;
+    // The head's headers count the whole burst; the stack gives it its own
+    // lengths when it splits the burst.
+    out.write(b.head().data(), udp_total).ok_or(EINVAL)?;
+    b.head().ip4_ident(segs);
+    let id = {
+        let p = b.head().data();
+        u16::from_be_bytes([p[4], p[5]])
+    };
     let mut bytes = 0u64;
     for k in 0..n {
         let (h, len) = packet(k);
         let u = h.udp_len(len);
-        let (sp, r) = core::mem::take(&mut rest).split_at_mut(u);
-        rest = r;
-        let mut hb = [0u8; MAX_HDRS];
-        let hn = h.write(&mut hb);
-        let pad = u - hn - len - ICRC_SIZE;
-        sp[..hn].copy_from_slice(&hb[..hn]);
-        sp[1] = (sp[1] & !0x30) | ((pad as u8) << 4);
-        fill(k, &mut sp[hn..hn + len])?;
-        sp[hn + len..u - ICRC_SIZE].fill(0);
-        // The headers this segment leaves with.
-        let mut sh = [0u8; IPV4_HDR + UDP_HDR];
-        out.write(&mut sh, u).ok_or(EINVAL)?;
-        sh[4..6].copy_from_slice(&id.wrapping_add(k as u16).to_be_bytes());
-        let sum = net::icrc_split(&sh, &sp[..u - ICRC_SIZE]).map_err(|_| EINVAL)?;
-        sp[u - ICRC_SIZE..].copy_from_slice(&sum.to_le_bytes());
+        // This packet's own headers, as it leaves.
+        let mut ipudp = [0u8; HL];
+        out.write(&mut ipudp, u).ok_or(EINVAL)?;
+        ipudp[4..6].copy_from_slice(&id.wrapping_add(k as u16).to_be_bytes());
+        let p = if k == 0 {
+            b.head().data()
+        } else {
+            let p = b.push(HL + u)?;
+            p[..HL].copy_from_slice(&ipudp);
+            p
+        };
+        build(&mut p[HL..HL + u], &ipudp, &h, len, |o| fill(k, o))?;
         bytes += len as u64;
     }
-    tx.set_gso(seg, segs)?;
-    match gate {
-        Some(g) => tx.send_gated(g)?,
-        None => tx.send()?,
-    }
+    b.send(seg, gate)?;
     let d = dev.data();
     d.count(Counter::SentPkts, n as u64);
     d.count(Counter::SentBytes, bytes);

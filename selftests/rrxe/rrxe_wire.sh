@@ -52,12 +52,13 @@ check "ibv_uc_pingpong -c between namespaces over IPv6 (3000-byte messages, 256-
 check "ibv_ud_pingpong -c with inline 1-byte messages, the other direction" \
 	pingpong_ns ibv_ud_pingpong $A rrxewa $B rrxewb 10.78.0.1 ffff:10.78.0 -s 1 -n 50
 # Over IPv4, an RC requester hands the stack a message's run of equal
-# packets as one UDP GSO packet (a burst of up to 30 KiB), which the veth
-# passes whole and the receiving stack splits into ordinary RoCEv2
-# packets, each with its own ICRC. So A's veth counts a frame per burst
-# (and per ACK) where rrxe counts every packet: a 64 KiB message at a 1 KiB
-# MTU is 64 packets in three bursts. Without bursts the veth counts at
-# least as many frames as packets. Over IPv6 they go one by one.
+# packets as one UDP GSO packet (a burst of up to 60 KiB, the packets
+# chained to the first), which the veth passes whole and the receiving
+# stack splits back into them: ordinary RoCEv2 packets, each with its own
+# ICRC. So A's veth counts a frame per burst (and per ACK) where rrxe
+# counts every packet: a 64 KiB message at a 1 KiB MTU is 64 packets in
+# two bursts. Without bursts the veth counts at least as many frames as
+# packets. Over IPv6 they go one by one.
 veth_tx() { ip netns exec $A cat /sys/class/net/rrxtva/statistics/tx_packets; }
 bursts() {
 	local s0 t0 s t

@@ -239,8 +239,8 @@ fn prepare(
     if last || !f.segmented() || f.seg as usize == LOCAL_SEG {
         return Step::Send(tx, i);
     }
-    let out = net::connected_out(&a, s.qpn);
-    if !gso::ok(dev, &out) {
+    // Bursts are IPv4 only.
+    if !net::connected_out(&a, s.qpn).v4() {
         return Step::Send(tx, i);
     }
     // A burst counts in the gate as its packets: it keeps within the
