@@ -55,6 +55,18 @@ impl ReadResp {
             && u64::from(self.len) - skip == u64::from(r.len)
     }
 
+    /// How many packets from the next to send on are middle packets (not
+    /// its first, which carries an AETH, nor its last): all the same size,
+    /// without extension headers.
+    pub fn middles_next(&self) -> u32 {
+        let n = self.packets();
+        if self.sent == 0 || self.sent + 1 >= n {
+            0
+        } else {
+            n - 1 - self.sent
+        }
+    }
+
     /// Whether the duplicate READ answered by `r` asks again for a packet
     /// it has sent, and for exactly the rest of it from there: then it
     /// goes on as `r`.
@@ -66,6 +78,28 @@ impl ReadResp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn middles_are_between_first_and_last() {
+        // Three packets: only the second is a middle one.
+        assert_eq!(q(0).middles_next(), 0);
+        assert_eq!(q(1).middles_next(), 1);
+        assert_eq!(q(2).middles_next(), 0);
+        assert_eq!(q(3).middles_next(), 0);
+        let mut r = q(0);
+        r.len = 10 * 4096;
+        assert_eq!(r.middles_next(), 0);
+        r.sent = 1;
+        assert_eq!(r.middles_next(), 8);
+        r.sent = 8;
+        assert_eq!(r.middles_next(), 1);
+        r.sent = 9;
+        assert_eq!(r.middles_next(), 0);
+        // One packet, or none: no middle.
+        r.len = 0;
+        r.sent = 0;
+        assert_eq!(r.middles_next(), 0);
+    }
 
     /// 10000 bytes at 0x1000 in packets of 4096: PSNs 100, 101, 102.
     fn q(sent: u32) -> ReadResp {

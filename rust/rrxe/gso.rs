@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Bursts: consecutive packets of one connected QP's message handed to the
+//! Bursts: consecutive packets of one RC message (a request, or a read
+//! response) handed to the
 //! stack as one UDP GSO packet (`ib::net::TxBurst`), which it splits back
 //! into them without copying them, in the receiving namespace when a veth
 //! passes it whole, or before a device that cannot take it. Each is an

@@ -23,8 +23,9 @@ use crate::logic::{
 };
 use crate::rrxe::{
     device::Rrxe,
+    gso, net,
     qp::QpShared,
-    tx::{Packet, Src},
+    tx::{self, Packet, Src},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -194,14 +195,62 @@ fn abandon(rc: &mut RcState, first: u32) {
     }
 }
 
+/// Takes the next packets of the read response queued first into a burst
+/// (`gso`), if at least two of them are middle packets (all one size, no
+/// AETH) and `max` allows: the response as it was, and how many.
+fn burst_next(rc: &mut RcState, a: &QpAttrs, max: usize) -> Option<(ReadResp, u32)> {
+    let Some(Reply::Read(r)) = rc.replies.front_mut() else {
+        return None;
+    };
+    let start = *r;
+    let (mid, _) = read_pkt(a, &mut ReadResp { sent: 1, ..start })?;
+    let fit = gso::MAX_BYTES / mid.hdrs.udp_len(mid.len).max(1);
+    let n = (r.middles_next() as usize).min(max).min(fit);
+    // Its last packet's address must not wrap (its checks refuse that).
+    let last = ReadResp {
+        sent: start.sent + n.saturating_sub(1) as u32,
+        ..start
+    };
+    if n < 2 || read_pkt(a, &mut { last }).is_none() {
+        return None;
+    }
+    r.sent += n as u32;
+    Some((start, n as u32))
+}
+
+/// Packet `k` of the burst of read response `r` (as it was when the burst
+/// began).
+fn burst_pkt(a: &QpAttrs, r: &ReadResp, k: usize) -> Packet {
+    let mut c = ReadResp {
+        sent: r.sent + k as u32,
+        ..*r
+    };
+    // `burst_next` checked that no address of the burst wraps.
+    read_pkt(a, &mut c).map_or(Packet::new(Headers::default()), |(tx, _)| tx)
+}
+
+/// What [`pump`] sends next.
+enum Out {
+    /// A packet, and the read it belongs to.
+    One(Packet, Option<ReadAt>),
+    /// A burst of a read response: the response as it was when the burst
+    /// began, and its packets.
+    Burst(ReadResp, u32),
+}
+
 /// Sends up to `budget` packets of the QP's queued replies, in order (one
 /// sender at a time: the reply buffer's lock). `true` if some remain.
 pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
     let mut buf = s.reply_buf.lock();
     let a = s.inner.lock().attrs;
-    for _ in 0..budget {
+    let out = net::connected_out(&a, s.qpn);
+    // Bursts go over IPv4 on the wire (a QP of this device takes its
+    // packets in place).
+    let bursts = out.v4() && !dev.has_gid(1, &a.av.dgid);
+    let mut left = budget;
+    while left > 0 {
         crate::ib::cond_resched();
-        let (tx, read) = {
+        let step = {
             let mut rc = s.rc.lock();
             // A responder destroyed mid-read (its process killed, say)
             // sends no more of its read responses. What it owes for the
@@ -216,12 +265,44 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
                     rc.replies.pop();
                 }
             }
-            match next(&mut rc, &a) {
-                Some(x) => x,
-                None => return false,
+            let max = (left as usize).min(gso::MAX_PKTS);
+            match bursts.then(|| burst_next(&mut rc, &a, max)).flatten() {
+                Some((r, n)) => Out::Burst(r, n),
+                None => match next(&mut rc, &a) {
+                    Some((tx, read)) => Out::One(tx, read),
+                    None => return false,
+                },
             }
         };
-        match (emit(dev, s, &a, &tx, &[], &mut buf), read) {
+        let (res, read) = match step {
+            Out::One(tx, read) => {
+                left -= 1;
+                (emit(dev, s, &a, &tx, &[], &mut buf), read)
+            }
+            Out::Burst(r, n) => {
+                left = left.saturating_sub(n);
+                let d = dev.data();
+                let res = tx::send_burst(
+                    dev,
+                    &out,
+                    s.route.as_ref(),
+                    s.gate.as_ref(),
+                    n as usize,
+                    |k| {
+                        let p = burst_pkt(&a, &r, k);
+                        (p.hdrs, p.len)
+                    },
+                    |k, o| burst_pkt(&a, &r, k).fill(d, s.pd, s.qpn, &[], o),
+                );
+                let at = ReadAt {
+                    first: r.psn,
+                    psn: psn_add(r.psn, r.sent),
+                    msn: r.msn,
+                };
+                (res, Some(at))
+            }
+        };
+        match (res, read) {
             (Ok(()), _) | (Err(_), None) => {}
             // Too big for the route (the responder's path MTU above its
             // netdev's): lost, as a packet dropped on the way; the
