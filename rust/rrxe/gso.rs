@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Bursts: consecutive packets of one RC message (a request, or a read
-//! response) handed to the
-//! stack as one UDP GSO packet (`ib::net::TxBurst`), which it splits back
-//! into them without copying them, in the receiving namespace when a veth
-//! passes it whole, or before a device that cannot take it. Each is an
-//! ordinary RoCEv2 packet, built as one sent alone would be, its ICRC
-//! computed over the IP and UDP headers the stack will leave it with (its
-//! lengths, and the identification the stack numbers the packets with).
-//! One trip through IP, the qdisc and the device, and one through the
-//! receiving IP and UDP layers, carries the whole burst, where each packet
-//! took its own.
+//! response) handed to the stack as one UDP GSO packet
+//! (`ib::net::TxBurst`), which it splits back into them without copying
+//! them, in the receiving namespace when a veth passes it whole, or before
+//! a device that cannot take it. Each is an ordinary RoCEv2 packet, built
+//! as one sent alone would be, its ICRC computed over the IP and UDP
+//! headers the stack will leave it with (its lengths, and the
+//! identification the stack numbers the packets with). One trip through
+//! IP, the qdisc and the device, and one through the receiving IP and UDP
+//! layers, carries the whole burst, where each packet took its own.
 //!
 //! A burst is a run of packets of equal size, the last perhaps shorter
 //! (`pkt::gso_fits`): the middle of a message, or its middle and last
-//! packets, which the stack could also split by size alone. IPv4 only;
-//! IPv6 packets go one by one.
+//! packets (a read response's last carries an AETH, and goes alone), which
+//! the stack could also split by size alone. IPv4 only; IPv6 packets go
+//! one by one.
 
 use crate::ib::{
     device::Device,
