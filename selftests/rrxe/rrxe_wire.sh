@@ -79,25 +79,33 @@ check "ibv_rc_pingpong -c, 64 KiB messages over IPv4: a message's packets leave 
 	bursts ffff:10.78.0 IPv4
 check "ibv_rc_pingpong -c, 64 KiB messages over IPv6: packet by packet, intact" \
 	bursts fd78: IPv6
+# perf_server_b PORT LOG CMD...: starts perftest's server CMD in B, its
+# output in LOG, and waits until it listens on PORT; its pid is left in
+# the caller's `srv`.
+perf_server_b() {
+	local port=$1 log=$2 i
+	shift 2
+	ip netns exec $B "$@" >"$log" 2>&1 &
+	srv=$!
+	for ((i = 0; i < 100; i++)); do
+		ip netns exec $B ss -Htln "sport = :$port" | grep -q "$port" && break
+		sleep 0.1
+	done
+}
 # A READ's responses go in bursts too: B answers A's 64 KiB READs (64
 # packets at a 1 KiB MTU; the first and the last carry an AETH, the 62
 # between go in bursts), so B's veth counts a fraction of B's packets.
 # (The rping checks, here and in rrxe_cm.sh and rrxe_interop.sh, validate
 # the data READs move.)
 read_bursts() {
-	local log=/tmp/rrxe_rb.$$ gi srv i s0 t0 s t rc=0
+	local log=/tmp/rrxe_rb.$$ gi srv s0 t0 s t rc=0
 	local a=(ib_read_bw -F -p 18612 -s 65536 -n 500 -m 1024)
 	gi=$(gid_index rrxewb ffff:10.78.0)
-	ip netns exec $B "${a[@]}" -d rrxewb -x "$gi" >$log.s 2>&1 &
-	srv=$!
-	for ((i = 0; i < 100; i++)); do
-		ip netns exec $B ss -Htln "sport = :18612" | grep -q 18612 && break
-		sleep 0.1
-	done
+	perf_server_b 18612 $log.s "${a[@]}" -d rrxewb -x "$gi"
 	s0=$(cat $hw/rrxewb/ports/1/hw_counters/sent_pkts)
 	t0=$(ip netns exec $B cat /sys/class/net/rrxtvb/statistics/tx_packets)
 	timeout 120 ip netns exec $A "${a[@]}" -d rrxewa -x "$gi" 10.78.0.2 >$log.c 2>&1 || rc=1
-	wait $srv || rc=1
+	wait "$srv" || rc=1
 	s=$(cat $hw/rrxewb/ports/1/hw_counters/sent_pkts)
 	t=$(ip netns exec $B cat /sys/class/net/rrxtvb/statistics/tx_packets)
 	echo "# B sent $((s - s0)) RoCE packets in $((t - t0)) frames"
@@ -127,7 +135,7 @@ route_change() {
 	r2=$(rcvd_b); sleep 1; r3=$(rcvd_b)
 	ip -n $A route del 10.78.0.2/32 via 10.78.0.99 dev rrxtva
 	kill $srv $cli 2>/dev/null
-	wait $srv $cli 2>/dev/null
+	wait "$srv" "$cli" 2>/dev/null
 	echo "# B received $((r1 - r0)) packets in the second before the route change, $((r3 - r2)) in the second after it"
 	if [ $((r1 - r0)) -eq 0 ]; then
 		echo "the stream did not run:"; cat $log.s $log.c; rc=1
@@ -195,12 +203,7 @@ gated_burst() {
 	local log=/tmp/rrxe_gate.$$ gi srv cli max=0 n i r0 rc=0
 	local a=(ib_write_bw -F -p 18611 -s 262144 -n 100000 -m 1024 -u 20)
 	gi=$(gid_index rrxewb ffff:10.78.0)
-	ip netns exec $B "${a[@]}" -d rrxewb -x "$gi" >$log.s 2>&1 &
-	srv=$!
-	for ((i = 0; i < 100; i++)); do
-		ip netns exec $B ss -Htln "sport = :18611" | grep -q 18611 && break
-		sleep 0.1
-	done
+	perf_server_b 18611 $log.s "${a[@]}" -d rrxewb -x "$gi"
 	r0=$(cat $hw/rrxewb/ports/1/hw_counters/rcvd_pkts)
 	ip netns exec $A "${a[@]}" -d rrxewa -x "$gi" 10.78.0.2 >$log.c 2>&1 &
 	cli=$!
@@ -214,8 +217,8 @@ gated_burst() {
 		[ "${n:-0}" -gt "$max" ] && max=$n
 		sleep 0.05
 	done
-	kill -9 $srv $cli 2>/dev/null
-	wait $srv $cli 2>/dev/null
+	kill -9 "$srv" "$cli" 2>/dev/null
+	wait "$srv" "$cli" 2>/dev/null
 	ip netns exec $A tc qdisc del dev rrxtva root
 	echo "# at most $max of A's packets waited in its qdisc at once"
 	if [ "$max" -lt 32 ]; then
@@ -270,8 +273,8 @@ unload_with_packets_out() {
 		[ "${n:-0}" -ge 16 ] && break
 		sleep 0.1
 	done
-	kill -9 $srv $cli 2>/dev/null
-	wait $srv $cli 2>/dev/null
+	kill -9 "$srv" "$cli" 2>/dev/null
+	wait "$srv" "$cli" 2>/dev/null
 	n=$(qdisc_backlog $A rrxtva)
 	rdma link delete rrxewa && rdma link delete rrxewb || rc=1
 	modprobe -r rrxe &
