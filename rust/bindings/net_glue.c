@@ -80,6 +80,13 @@ struct rrxe_rxq {
 	/* 1 while a context drains the queue: its worker, or a sender
 	 * receiving in place (one at a time, in order). */
 	atomic_t busy;
+	/* Its work for each CPU's spread worker (see rrxe_rx_spread). */
+	struct rrxe_rxq_cpu_work __percpu *cpu_work;
+};
+
+struct rrxe_rxq_cpu_work {
+	struct kthread_work work;
+	struct rrxe_rxq *rq;
 };
 
 /*
@@ -94,12 +101,26 @@ struct rrxe_rxq {
  * noted here; rrxe_rx_inline_end then drains the noted queues in the
  * caller's context, its replies included (the ACK a drained WRITE sends
  * comes back the same way), up to RRXE_INLINE_BUDGET packets, and leaves
- * the rest to the workers. A busy queue (a stream) keeps its worker, so
- * the sender and the receiver still run on two CPUs. siw receives in the
- * softirq, which is why its latency over a veth was a fifth of rrxe's.
+ * the rest to the workers. A busy queue (a stream) keeps its worker, and
+ * a noted queue holding more than RRXE_INLINE_MAX_QUEUED packets goes to
+ * another CPU (see rrxe_rx_spread), so the sender and the receiver still
+ * run on two CPUs. siw receives in the softirq, which is why its latency
+ * over a veth was a fifth of rrxe's.
  */
 #define RRXE_INLINE_QUEUES 4
 #define RRXE_INLINE_BUDGET 64
+#define RRXE_INLINE_MAX_QUEUED 8
+
+/*
+ * A sender that finds more than RRXE_INLINE_MAX_QUEUED packets in a queue
+ * it noted (a burst, or a window of a stream) does not drain it: it hands
+ * it to the spread worker of another online CPU (a SCHED_FIFO kthread
+ * bound to that CPU, one per CPU online at load), so that the receiver's
+ * ICRC and copies run beside the sender's instead of after them. The
+ * device's own worker has no CPU of its own, and woken from the sender's
+ * CPU it runs there, preempting the sender.
+ */
+static DEFINE_PER_CPU(struct kthread_worker *, rrxe_spread);
 
 struct rrxe_inline {
 	struct task_struct *owner;
@@ -239,6 +260,34 @@ static void rrxe_rxq_work_fn(struct kthread_work *work)
 	rrxe_rxq_release(rq);
 }
 
+static void rrxe_rxq_cpu_work_fn(struct kthread_work *work)
+{
+	struct rrxe_rxq *rq = container_of(work, struct rrxe_rxq_cpu_work, work)->rq;
+
+	if (atomic_xchg(&rq->busy, 1))
+		return;
+	rrxe_rxq_drain(rq, RRXE_RX_BATCH);
+	rrxe_rxq_release(rq);
+}
+
+/*
+ * Queues @rq's work on the spread worker of the next online CPU after this
+ * one; false when there is none (one CPU, or a CPU brought up after load).
+ */
+static bool rrxe_rx_spread(struct rrxe_rxq *rq)
+{
+	unsigned int cpu = cpumask_next_wrap(smp_processor_id(), cpu_online_mask);
+	struct kthread_worker *w;
+
+	if (cpu >= nr_cpu_ids || cpu == smp_processor_id())
+		return false;
+	w = per_cpu(rrxe_spread, cpu);
+	if (!w)
+		return false;
+	kthread_queue_work(w, &per_cpu_ptr(rq->cpu_work, cpu)->work);
+	return true;
+}
+
 /*
  * The caller (in process context, holding no lock the receive path takes)
  * will receive in place what its sends on this CPU bring to idle queues,
@@ -287,7 +336,10 @@ void rrxe_rx_inline_end(void)
 		if (!budget)
 			in->owner = NULL;
 		preempt_enable();
-		if (budget && !atomic_xchg(&rq->busy, 1)) {
+		if (budget && skb_queue_len(&rq->q) > RRXE_INLINE_MAX_QUEUED &&
+		    rrxe_rx_spread(rq)) {
+			/* Handed to another CPU. */
+		} else if (budget && !atomic_xchg(&rq->busy, 1)) {
 			budget -= rrxe_rxq_drain(rq, budget);
 			rrxe_rxq_release(rq);
 		} else {
@@ -302,11 +354,22 @@ void rrxe_rx_inline_end(void)
 struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
 {
 	struct rrxe_rxq *rq = kzalloc(sizeof(*rq), GFP_KERNEL);
+	unsigned int cpu;
 
 	if (!rq)
 		return NULL;
+	rq->cpu_work = alloc_percpu(struct rrxe_rxq_cpu_work);
+	if (!rq->cpu_work) {
+		kfree(rq);
+		return NULL;
+	}
+	for_each_possible_cpu(cpu) {
+		kthread_init_work(&per_cpu_ptr(rq->cpu_work, cpu)->work, rrxe_rxq_cpu_work_fn);
+		per_cpu_ptr(rq->cpu_work, cpu)->rq = rq;
+	}
 	rq->worker = kthread_run_worker(0, "rrxe-rx");
 	if (IS_ERR(rq->worker)) {
+		free_percpu(rq->cpu_work);
 		kfree(rq);
 		return NULL;
 	}
@@ -326,13 +389,17 @@ struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
 void rrxe_rxq_destroy(struct rrxe_rxq *rq)
 {
 	struct sk_buff *skb;
+	unsigned int cpu;
 
+	for_each_possible_cpu(cpu)
+		kthread_cancel_work_sync(&per_cpu_ptr(rq->cpu_work, cpu)->work);
 	kthread_cancel_work_sync(&rq->work);
 	kthread_destroy_worker(rq->worker);
 	while ((skb = skb_dequeue(&rq->q))) {
 		ib_device_put(rq->ibdev);
 		kfree_skb(skb);
 	}
+	free_percpu(rq->cpu_work);
 	kfree(rq);
 }
 
@@ -448,6 +515,41 @@ static struct pernet_operations rrxe_net_ops = {
 	.exit = rrxe_net_exit,
 };
 
+/*
+ * The spread workers, one per CPU online now, when more than one is. A CPU
+ * without one (a single CPU, one brought up later, no memory) is not
+ * handed queues: its senders drain what they bring in place.
+ */
+static void rrxe_spread_start(void)
+{
+	struct kthread_worker *w;
+	unsigned int cpu;
+
+	cpus_read_lock();
+	if (num_online_cpus() > 1) {
+		for_each_online_cpu(cpu) {
+			w = kthread_run_worker_on_cpu(cpu, 0, "rrxe-spread/%u");
+			if (IS_ERR(w))
+				continue;
+			sched_set_fifo_low(w->task);
+			per_cpu(rrxe_spread, cpu) = w;
+		}
+	}
+	cpus_read_unlock();
+}
+
+/* Every receive queue is gone (and with it every spread work). */
+static void rrxe_spread_stop(void)
+{
+	unsigned int cpu;
+
+	for_each_possible_cpu(cpu) {
+		if (per_cpu(rrxe_spread, cpu))
+			kthread_destroy_worker(per_cpu(rrxe_spread, cpu));
+		per_cpu(rrxe_spread, cpu) = NULL;
+	}
+}
+
 int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb),
 		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev))
 {
@@ -458,9 +560,12 @@ int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb),
 	rrxe_wq = alloc_workqueue("rrxe", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!rrxe_wq)
 		return -ENOMEM;
+	rrxe_spread_start();
 	err = register_pernet_subsys(&rrxe_net_ops);
-	if (err)
+	if (err) {
+		rrxe_spread_stop();
 		destroy_workqueue(rrxe_wq);
+	}
 	return err;
 }
 
@@ -473,6 +578,7 @@ void rrxe_net_fini(void)
 	rrxe_gates_wait();
 	unregister_pernet_subsys(&rrxe_net_ops);
 	synchronize_net();
+	rrxe_spread_stop();
 	destroy_workqueue(rrxe_wq);
 }
 

@@ -11,7 +11,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 17
+ktap_set_plan 18
 
 A=rrxtwa B=rrxtwb
 cleanup_net
@@ -79,6 +79,33 @@ check "ibv_rc_pingpong -c, 64 KiB messages over IPv4: a message's packets leave 
 	bursts ffff:10.78.0 IPv4
 check "ibv_rc_pingpong -c, 64 KiB messages over IPv6: packet by packet, intact" \
 	bursts fd78: IPv6
+# A doorbell whose packets fill a queue of this kernel with more than a
+# few packets (a burst) does not receive them itself: it hands the queue
+# to the spread worker (rrxe-spread/N, one per CPU) of another CPU, so the
+# receiver checks and copies beside the sender. So each 64 KiB message of
+# a pingpong wakes a spread worker; without the hand-off none runs.
+spread_switches() {
+	local t n=0
+	for t in /proc/[0-9]*; do
+		case $(cat "$t/comm" 2>/dev/null) in
+		rrxe-spread/*) n=$((n + $(awk '/voluntary_ctxt_switches/ { s += $2 } END { print s + 0 }' "$t/status"))) ;;
+		esac
+	done
+	echo $n
+}
+spread() {
+	local n0 n
+	n0=$(spread_switches)
+	pingpong_ns ibv_rc_pingpong $B rrxewb $A rrxewa 10.78.0.2 ffff:10.78.0 -s 65536 -m 1024 -n 50 || return 1
+	n=$(spread_switches)
+	echo "# the spread workers switched $((n - n0)) times"
+	[ $((n - n0)) -ge 50 ]
+}
+if [ "$(nproc)" -gt 1 ]; then
+	check "ibv_rc_pingpong -c, 64 KiB messages: a burst is received on another CPU than its sender's, intact" spread
+else
+	ktap_test_skip "a burst is received on another CPU than its sender's (one CPU)"
+fi
 # perf_server_b PORT LOG CMD...: starts perftest's server CMD in B, its
 # output in LOG, and waits until it listens on PORT; its pid is left in
 # the caller's `srv`.
