@@ -264,17 +264,18 @@ pair() {
 # DREQ's retransmissions: a lost DREQ left the server waiting for ever
 # (about one run in ten at 3% loss each way), every ping validated.
 unloss_before_last() {
-	local n=$1
+	local n=$1 t
 	shift
 	# A previous client's output is not this one's.
 	rm -f "$PAIR_DIR/client"
 	(
-		for ((i = 0; i < 2400; i++)); do
+		for ((t = 0; t < 2400; t++)); do
 			[ "$(grep -c '^ping data: ' "$PAIR_DIR/client" 2>/dev/null)" -ge $((n - 1)) ] && break
 			sleep 0.05
 		done
 		"$@"
 	) &
+	# shellcheck disable=SC2034 # the caller's, to stop it
 	unloss_pid=$!
 }
 
