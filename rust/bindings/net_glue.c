@@ -249,10 +249,9 @@ static void rrxe_rxq_release(struct rrxe_rxq *rq)
 		kthread_queue_work(rq->worker, &rq->work);
 }
 
-static void rrxe_rxq_work_fn(struct kthread_work *work)
+/* A worker's run: a batch of @rq, unless another context drains it. */
+static void rrxe_rxq_run(struct rrxe_rxq *rq)
 {
-	struct rrxe_rxq *rq = container_of(work, struct rrxe_rxq, work);
-
 	/* A sender drains it in place; it wakes this work when it is done. */
 	if (atomic_xchg(&rq->busy, 1))
 		return;
@@ -260,14 +259,14 @@ static void rrxe_rxq_work_fn(struct kthread_work *work)
 	rrxe_rxq_release(rq);
 }
 
+static void rrxe_rxq_work_fn(struct kthread_work *work)
+{
+	rrxe_rxq_run(container_of(work, struct rrxe_rxq, work));
+}
+
 static void rrxe_rxq_cpu_work_fn(struct kthread_work *work)
 {
-	struct rrxe_rxq *rq = container_of(work, struct rrxe_rxq_cpu_work, work)->rq;
-
-	if (atomic_xchg(&rq->busy, 1))
-		return;
-	rrxe_rxq_drain(rq, RRXE_RX_BATCH);
-	rrxe_rxq_release(rq);
+	rrxe_rxq_run(container_of(work, struct rrxe_rxq_cpu_work, work)->rq);
 }
 
 /*
