@@ -264,18 +264,17 @@ pair() {
 # DREQ's retransmissions: a lost DREQ left the server waiting for ever
 # (about one run in ten at 3% loss each way), every ping validated.
 unloss_before_last() {
-	local n=$1 t
+	local n=$1
 	shift
 	# A previous client's output is not this one's.
 	rm -f "$PAIR_DIR/client"
 	(
-		for ((t = 0; t < 2400; t++)); do
+		for ((i = 0; i < 2400; i++)); do
 			[ "$(grep -c '^ping data: ' "$PAIR_DIR/client" 2>/dev/null)" -ge $((n - 1)) ] && break
 			sleep 0.05
 		done
 		"$@"
 	) &
-	# shellcheck disable=SC2034 # the caller's, to stop it
 	unloss_pid=$!
 }
 
