@@ -255,28 +255,6 @@ pair() {
 	fi
 }
 
-# unloss_before_last N CMD...: in the background (pid in `unloss_pid`),
-# runs CMD, which removes a link's loss, once $PAIR_DIR/client shows N - 1
-# validated rping pings (the client's output is line-buffered: stdbuf
-# -oL), so that the last ping and the disconnect cross a link that loses
-# nothing. rping's server loops until the client's DREQ arrives, and the
-# client destroys its cm_id right after rdma_disconnect, which cancels the
-# DREQ's retransmissions: a lost DREQ left the server waiting for ever
-# (about one run in ten at 3% loss each way), every ping validated.
-unloss_before_last() {
-	local n=$1
-	shift
-	# A previous client's output is not this one's.
-	rm -f "$PAIR_DIR/client"
-	(
-		for ((i = 0; i < 2400; i++)); do
-			[ "$(grep -c '^ping data: ' "$PAIR_DIR/client" 2>/dev/null)" -ge $((n - 1)) ] && break
-			sleep 0.05
-		done
-		"$@"
-	) &
-	unloss_pid=$!
-}
 
 # no_user_objects DEV: no QP, CQ, MR, PD, SRQ or user context of any
 # process is left on DEV (rdma res lists a process's objects with its pid;

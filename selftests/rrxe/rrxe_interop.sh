@@ -91,14 +91,7 @@ stop_servers
 # sets to about a second on RoCE (a 100-ping run took it over 100 s), so
 # it gets fewer pings; the debug kernel runs 5 each way. Each ping is some
 # 120 frames at 3% loss, so nearly every ping loses one: 40 and 10 pings
-# retry plenty (100 and 20 took 49 s and 21 s of the CI budget). The last
-# ping and the disconnect go without loss (see unloss_before_last in
-# lib.sh).
-unloss() {
-	ip netns exec $A tc qdisc del dev rrxtva root 2>/dev/null
-	ip netns exec $B tc qdisc del dev rrxtvb root 2>/dev/null
-	return 0
-}
+# retry plenty (100 and 20 took 49 s and 21 s of the CI budget).
 # rping_lossy SRV_NS SRV_ADDR SRV_DEV CLI_NS PORT COUNT
 rping_lossy() {
 	local n r0 r1 rc=0 c=/sys/class/infiniband/$3/ports/1/hw_counters/completer_retry_err
@@ -106,12 +99,10 @@ rping_lossy() {
 	r0=$(cat "$c")
 	ip netns exec $A tc qdisc add dev rrxtva root netem loss 3% &&
 		ip netns exec $B tc qdisc add dev rrxtvb root netem loss 3% || return 1
-	unloss_before_last "$6" unloss
 	pair "cm:$5" "$1" "$4" rping -s -a "$2" -p "$5" -C "$6" -S 60000 -V -- \
-		stdbuf -oL rping -c -a "$2" -p "$5" -C "$6" -S 60000 -V -v || rc=1
-	kill $unloss_pid 2>/dev/null
-	wait $unloss_pid
-	unloss
+		rping -c -a "$2" -p "$5" -C "$6" -S 60000 -V -v || rc=1
+	ip netns exec $A tc qdisc del dev rrxtva root
+	ip netns exec $B tc qdisc del dev rrxtvb root
 	r1=$(cat "$c")
 	n=$(grep -c '^ping data: ' "$PAIR_DIR/client")
 	echo "# $n of $6 pings validated; $3's completer_retry_err rose by $((r1 - r0))"
