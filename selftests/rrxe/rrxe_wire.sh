@@ -11,7 +11,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 18
+ktap_set_plan 19
 
 A=rrxtwa B=rrxtwb
 cleanup_net
@@ -210,6 +210,28 @@ lossy_reads() {
 	return $rc
 }
 check "RDMA READs across 3% loss each way are retried from the gap and arrive intact (rping -V, 60000-byte pings)" lossy_reads
+# unlossed_end itself: a stand-in for rping's client prints its 10 ping
+# lines of 60000 bytes as fast as it can, then looks for the loss, as its
+# DREQ would meet it: the loss must be gone by then.
+fake_rping() {
+	local line i
+	line="ping data: $(head -c 59988 /dev/zero | tr '\0' x)"
+	for ((i = 0; i < $1; i++)); do
+		printf '%s\n' "$line"
+	done
+	! ip netns exec $A tc qdisc show dev rrxtva | grep -q netem &&
+		! ip netns exec $B tc qdisc show dev rrxtvb | grep -q netem
+}
+unloss_in_step() {
+	local rc=0
+	ip netns exec $A tc qdisc add dev rrxtva root netem loss 3% &&
+		ip netns exec $B tc qdisc add dev rrxtvb root netem loss 3% || return 1
+	unlossed_end $A $B 10 fake_rping 10 >/dev/null || rc=1
+	ip netns exec $A tc qdisc del dev rrxtva root 2>/dev/null
+	ip netns exec $B tc qdisc del dev rrxtvb root 2>/dev/null
+	return $rc
+}
+check "unlossed_end takes the loss away before its client can print its last ping and disconnect" unloss_in_step
 # netem's slots hold A's packets back on A's end once ib_write_bw streams
 # 256 KiB WRITEs from A to B: 16 leave every 100 ms, slower than any
 # kernel here sends (netem orphans an skb, running its destructor, only
