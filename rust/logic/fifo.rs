@@ -114,10 +114,14 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Fifo<S> {
         Some(true)
     }
 
-    /// Drops every entry.
+    /// Drops every entry (slot by slot: no division, so no panic path in
+    /// the QP's reset and error paths that call it).
     pub fn clear(&mut self) {
-        while self.pop().is_some() {}
+        for x in self.slots.iter_mut() {
+            *x = None;
+        }
         self.head = 0;
+        self.len = 0;
     }
 }
 
@@ -182,6 +186,9 @@ mod tests {
         assert_eq!(f.front_mut().copied(), Some(8));
         f.clear();
         assert!(f.is_empty() && f.front_mut().is_none());
+        assert!(f.slots.iter().all(Option::is_none), "every entry dropped");
+        assert!(f.push(3, never) && f.push(4, never));
+        assert_eq!((f.pop(), f.pop(), f.pop()), (Some(3), Some(4), None));
     }
 
     #[test]
