@@ -471,6 +471,45 @@ mod tests {
     }
 
     #[test]
+    fn the_old_answer_after_a_timer_retry_spends_no_second_retry() {
+        // A READ of 4 packets at PSN 0, sent, with one transport retry. Its
+        // first response came; then the responder was slow and the timer
+        // fired: the READ is asked again from PSN 1, spending the retry.
+        let mut w = window(0);
+        w.retry_left = 1;
+        let read = post(&mut w, Opcode::RdmaRead, 4096, None);
+        let t = w.take_response(0, op::READ_RESP_FIRST, 0, Syndrome::Ack);
+        assert!(t.progressed);
+        w.flights[read].as_mut().unwrap().got = 1024;
+        assert!(w.retry(0, 0, false, 1));
+        let f = w.flights[read].unwrap();
+        w.sent(read, f, 1, 0, true);
+        // The rest of the first answer (1 was sent before the retry and
+        // taken while the READ waited to go again; 2 and 3 come now) shows
+        // no loss: the retry already asks for 1. With no retry left, a
+        // second one would fail the READ.
+        for psn in [2, 3] {
+            let t = w.take_response(0, op::READ_RESP_MIDDLE, psn, Syndrome::Ack);
+            assert_ne!(t.action, Action::Lost { k: 0 }, "at {psn}");
+        }
+        assert_eq!(state(&w, read), (FState::Sent, 0));
+        // The retry's answer moves the READ on; a gap after that is a
+        // loss again.
+        let t = w.take_response(0, op::READ_RESP_MIDDLE, 1, Syndrome::Ack);
+        assert_eq!(
+            t.action,
+            Action::ReadResp {
+                i: read,
+                pos: Pos::Middle
+            }
+        );
+        w.flights[read].as_mut().unwrap().got = 2048;
+        let t = w.take_response(0, op::READ_RESP_LAST, 3, Syndrome::Ack);
+        assert_eq!(t.action, Action::Lost { k: 0 });
+        assert_eq!(w.lost_at, Some(2));
+    }
+
+    #[test]
     fn an_atomic_ack_lost_shows_behind_a_later_ack() {
         // An atomic at 20, a SEND at 21: the SEND's ACK means the atomic's
         // ACK was lost. A NAK there does not (it retries nothing itself).

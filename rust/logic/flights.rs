@@ -254,9 +254,10 @@ pub struct Window<S> {
     pub rnr_left: u8,
     /// The requester stopped for a window, a fence or `max_rd_atomic`.
     pub stalled: bool,
-    /// The response PSN at which the last retry for lost responses started
-    /// (see `take_response`): a later response past the same PSN is the
-    /// rest of the answer that was retried, and starts no second retry.
+    /// The response PSN at which the last retry of a read or atomic started
+    /// (for lost responses, see `take_response`, or any other retry): a
+    /// later response past the same PSN is the rest of the answer that was
+    /// retried, and starts no second retry.
     pub lost_at: Option<u32>,
 }
 
@@ -463,6 +464,14 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
             *left -= 1;
         }
         self.rewind(cons, k);
+        // A read or atomic now waits for the answer to its retry: the rest
+        // of the old answer, still on its way, starts no second retry (as
+        // rxe's completer starts none while one has started).
+        if let Some(f) = self.flights[self.slot_of(cons, k)].as_ref() {
+            if f.rd_atomic() && f.state != FState::Done {
+                self.lost_at = Some(f.next_response_psn());
+            }
+        }
         true
     }
 
