@@ -32,7 +32,7 @@ check "128 RC READs of 8 MiB: the responder killed mid-stream, 3 times" killed r
 no_leftovers() {
 	local k
 	for k in qp cq mr pd; do
-		! rdma resource show "$k" dev rrxepx0 | grep 'comm rrxe_peer_exi' || return 1
+		! user_res "$k" rrxepx0 | grep 'comm rrxe_peer_exi' || return 1
 	done
 }
 check "the killed processes left no QP, CQ, MR or PD behind" no_leftovers
