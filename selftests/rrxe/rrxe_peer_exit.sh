@@ -6,12 +6,13 @@
 # nothing left behind and no kernel report (its rings used to outlive it in
 # the streamer's hands: a WARN in uverbs_destroy_ufile_hw, then a
 # use-after-free of the freed context when the streamer let go); the
-# streamer gets its completion; the device deletes cleanly afterwards.
+# streamer gets its completion; the device deletes cleanly afterwards. A
+# streamer killed early takes its peer with it.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 
 dummy_dev rrxepx0 10.79.1.1
 bin=$(prog rrxe_peer_exit_test) || ktap_exit_fail_msg "cannot build rrxe_peer_exit_test"
@@ -27,6 +28,26 @@ killed() {
 check "UC SEND of 256 MiB: the receiver killed mid-stream, 3 times" killed uc
 check "128 RC WRITEs of 8 MiB: the target killed mid-stream, 3 times" killed rc_write
 check "128 RC READs of 8 MiB: the responder killed mid-stream, 3 times" killed rc_read
+# A streamer that stops early (killed here while its peer waits for it, as
+# when one of its checks fails) takes its peer with it: a peer left waiting
+# on its pipe would hold this script's output open for ever.
+no_peer_left() {
+	! pgrep -f rrxe_peer_exit_test
+}
+streamer_killed() {
+	local pid n=0
+	"$bin" rrxepx0 rc_write 0 >/dev/null 2>&1 &
+	pid=$!
+	until pgrep -P "$pid" >/dev/null; do
+		n=$((n + 1))
+		[ "$n" -lt 600 ] || { echo "the streamer started no peer"; return 1; }
+		sleep 0.1
+	done
+	kill -KILL "$pid"
+	wait "$pid"
+	wait_for 20 no_peer_left || { echo "a peer outlived its streamer"; return 1; }
+}
+check "the streamer killed before its peer: the peer goes too" streamer_killed
 # No user object of the test program is left (the MAD layer's own kernel
 # QPs, CQs, PD and MR stay).
 no_leftovers() {

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -230,6 +231,17 @@ static int peer(int rfd, int wfd)
 	return 0;
 }
 
+/*
+ * In a child just forked from `parent`: the child dies with its parent.
+ * A streamer that stops early (a failed check, or killed) must not leave
+ * its peer waiting on a pipe for ever, holding the caller's output open.
+ */
+static void die_with(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+}
+
 /* When the killer sent its SIGKILL (ms, CLOCK_MONOTONIC), shared with it. */
 static volatile double *killed_at;
 
@@ -293,7 +305,7 @@ static int round_(struct side *s, double kill_ms, double *took, int *mid)
 	int to_peer[2], from_peer[2], st, n;
 	struct info other, me = { .qpn = s->qp->qp_num };
 	enum ibv_wc_status first;
-	pid_t p, killer = -1;
+	pid_t p, killer = -1, self = getpid();
 	double t0, t1;
 	char c;
 
@@ -302,8 +314,12 @@ static int round_(struct side *s, double kill_ms, double *took, int *mid)
 	p = fork();
 	if (p < 0)
 		FAIL("fork: %s", strerror(errno));
-	if (p == 0)
+	if (p == 0) {
+		die_with(self);
+		close(to_peer[1]);
+		close(from_peer[0]);
 		_exit(peer(to_peer[0], from_peer[1]));
+	}
 	close(to_peer[0]);
 	close(from_peer[1]);
 	if (rrxe_readall(from_peer[0], &other, sizeof(other)))
@@ -319,6 +335,7 @@ static int round_(struct side *s, double kill_ms, double *took, int *mid)
 		if (killer < 0)
 			FAIL("fork: %s", strerror(errno));
 		if (killer == 0) {
+			die_with(self);
 			usleep((useconds_t)(kill_ms * 1e3));
 			kill(p, SIGKILL);
 			*killed_at = now_ms();
