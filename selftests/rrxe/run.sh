@@ -14,7 +14,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # A test still running after RRXE_WATCHDOG seconds (default 900) gets the
 # kernel's blocked tasks and CPU backtraces dumped into the kernel log
-# (sysrq w and l), once, then every process of the test with its state,
+# (sysrq w and l), once, then every process of the test (orphans too) with its state,
 # wait channel and kernel stack, so that a hang leaves its cause in the
 # log (a test waiting in user space shows no blocked task), and the last
 # lines the test printed. With RRXE_WATCHDOG_KILL=N (`make test` sets it,
@@ -30,6 +30,20 @@ to_kmsg() {
 	local l
 	while IFS= read -r l; do echo "# watchdog: ${l:0:200}" >/dev/kmsg; done
 }
+# test_procs PID: the test's processes: PID's tree, and the orphans of
+# this session (reparented to init, they can hold the test's output open),
+# but not this script's ancestors.
+test_procs() {
+	local sid p=$$ up=" "
+	descendants "$1"
+	while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+		up+="$p "
+		p=$(ps -o ppid= -p "$p" | tr -d ' ')
+	done
+	sid=$(ps -o sid= -p $$ | tr -d ' ')
+	ps -e -o pid=,ppid=,sid= | awk -v s="$sid" -v up="$up" \
+		'$2 == 1 && $3 == s && index(up, " " $1 " ") == 0 { print $1 }'
+}
 watchdog() {
 	local p
 	sleep "${RRXE_WATCHDOG:-900}"
@@ -38,8 +52,8 @@ watchdog() {
 	echo l >/proc/sysrq-trigger
 	tail -n 5 "$3" | sed 's/^/output: /' | to_kmsg
 	rdma -d res show qp 2>/dev/null | grep -v ' comm \[' | head -n 20 | to_kmsg
-	for p in $(descendants "$2"); do
-		ps -o pid=,stat=,wchan:32=,etime=,args= -p "$p" | to_kmsg
+	for p in $(test_procs "$2"); do
+		ps -o pid=,ppid=,stat=,wchan:32=,etime=,args= -p "$p" | to_kmsg
 		head -n 12 "/proc/$p/stack" 2>/dev/null | sed 's/^/  /' | to_kmsg
 	done
 	# Then the test goes, so that the run goes on and blames it (a task
@@ -48,7 +62,7 @@ watchdog() {
 	sleep "$RRXE_WATCHDOG_KILL"
 	echo "# watchdog: killed $1 after $((${RRXE_WATCHDOG:-900} + RRXE_WATCHDOG_KILL)) s" | tee -a "$3" >/dev/kmsg
 	# shellcheck disable=SC2046 # a list of PIDs
-	kill -KILL $(descendants "$2") 2>/dev/null
+	kill -KILL $(test_procs "$2") 2>/dev/null
 }
 for t in "$@"; do
 	echo "# selftests: rrxe: $t"
