@@ -291,13 +291,6 @@ no_user_objects() {
 	return 1
 }
 
-# user_res TYPE DEV: the user (not kernel) resources of TYPE (qp, cq, mr,
-# pd) on device DEV, a line each. Filtered here: `rdma resource show qp`
-# takes no dev filter (it fails, printing nothing, when given one).
-user_res() {
-	rdma resource show "$1" | grep -E "^(link|dev) $2[/ ]" | grep -v ' comm \['
-}
-
 # The kernel log's newest timestamp now (seconds since boot), for
 # kmsg_since and no_kernel_report. Not a count of lines: once the ring
 # buffer wraps (it keeps the newest lines), a count points past the end

@@ -48,15 +48,10 @@ streamer_killed() {
 	wait_for 20 no_peer_left || { echo "a peer outlived its streamer"; return 1; }
 }
 check "the streamer killed before its peer: the peer goes too" streamer_killed
-# No user object of the test program is left (the MAD layer's own kernel
-# QPs, CQs, PD and MR stay).
-no_leftovers() {
-	local k
-	for k in qp cq mr pd; do
-		! user_res "$k" rrxepx0 | grep 'comm rrxe_peer_exi' || return 1
-	done
-}
-check "the killed processes left no QP, CQ, MR or PD behind" no_leftovers
+# No user object of any process is left (the MAD layer's own kernel QPs,
+# CQs, PD and MR stay).
+check "the killed processes left no QP, CQ, MR, PD, SRQ or context behind" \
+	wait_for 10 no_user_objects rrxepx0
 check "the device deletes cleanly afterwards" \
 	bash -c "rdma link delete rrxepx0 && ! test -e /sys/class/infiniband/rrxepx0"
 
