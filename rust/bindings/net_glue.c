@@ -18,7 +18,10 @@
  * side with the device), so that a flood at one device is not a queue in
  * front of the others' packets. A queue holds at most RRXE_RXQ_BYTES (skb
  * truesize; later packets are dropped, as a full socket buffer drops
- * them), and its work takes at most RRXE_RX_BATCH packets per run, then
+ * them): room for the windows of 16 RC QPs (128 packets each) at a 4 KiB
+ * MTU in virtio-net's 9 KiB receive buffers, which wait there when the
+ * device's one CPU is slower than its senders (8 MiB dropped some of 8
+ * such QPs' packets), and its work takes at most RRXE_RX_BATCH packets per run, then
  * queues itself again, so that a flood cannot keep one run going.
  *
  * The worker is a kthread of its own at the lowest SCHED_FIFO priority, not
@@ -55,7 +58,7 @@
 #include "net_glue.h"
 
 #define RRXE_PORT 4791
-#define RRXE_RXQ_BYTES (8 << 20)
+#define RRXE_RXQ_BYTES (32 << 20)
 #define RRXE_RX_BATCH 256
 
 struct rrxe_socks {
