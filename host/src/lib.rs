@@ -20,6 +20,8 @@ pub mod dm;
 pub mod fifo;
 #[path = "../../rust/logic/flights.rs"]
 pub mod flights;
+#[path = "../../rust/logic/gate.rs"]
+pub mod gate;
 #[path = "../../rust/logic/guid.rs"]
 pub mod guid;
 #[path = "../../rust/logic/hdr.rs"]

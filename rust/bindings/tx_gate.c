@@ -4,7 +4,7 @@
  * packets a QP handed to the stack that the stack has not freed yet (each
  * packet of a burst), as rxe counts a QP's skb_out: a sender that
  * finds a high mark of them out waits until fewer than a low mark are, and
- * the gate wakes it (the marks are the sender's: see logic::rc::gate_bounds).
+ * the gate wakes it (the marks are the sender's: see logic/gate.rs).
  * Without it, a requester with a full window of 128 packets hands all of
  * them to the NIC at once, and a NIC whose far end drains slowly (a
  * virtio-net link between two QEMUs) drops the tail of every burst.

@@ -10,6 +10,7 @@ pub mod cqe;
 pub mod dm;
 pub mod fifo;
 pub mod flights;
+pub mod gate;
 pub mod guid;
 pub mod hdr;
 pub mod icrc;

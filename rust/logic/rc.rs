@@ -11,25 +11,6 @@ pub const MAX_UNACKED: u32 = 128;
 /// every message). Frequent ACKs keep a slow responder's progress visible
 /// to the retransmit timer, which is restarted by every ACK.
 pub const ACK_EVERY: u32 = 16;
-/// The requester also stops while this many of its packets are still held
-/// by the network stack (a NIC's ring, a qdisc), as rxe bounds a QP's
-/// `skb_out` at 64, so that a full window does not reach a slow link in one
-/// burst ...
-pub const GATE_MAX: u32 = 64;
-/// ... or fewer, so that they hold at most about this many payload bytes:
-/// 64 packets of 1 KiB, 16 of 4 KiB. A link between two QEMUs that drops
-/// what its host socket cannot buffer (some 200 KiB) took 64 packets of
-/// 1 KiB, but lost the tail of 64 of 4 KiB.
-pub const GATE_BYTES: u32 = 64 << 10;
-/// ... but never fewer than this many.
-pub const GATE_MIN: u32 = 8;
-
-/// The gate's bounds for packets of `seg` payload bytes: the requester
-/// stops at the first and goes on below the second (a quarter of it).
-pub fn gate_bounds(seg: u32) -> (u32, u32) {
-    let high = (GATE_BYTES / seg.max(1)).clamp(GATE_MIN, GATE_MAX);
-    (high, high / 4)
-}
 
 /// RC opcodes (the low five bits; the service bits are 0).
 pub mod op {
@@ -435,16 +416,6 @@ pub const fn flush_access(ty: u32) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gate_bounds_by_segment() {
-        assert_eq!(gate_bounds(256), (64, 16));
-        assert_eq!(gate_bounds(1024), (64, 16));
-        assert_eq!(gate_bounds(2048), (32, 8));
-        assert_eq!(gate_bounds(4096), (16, 4));
-        assert_eq!(gate_bounds(65536), (8, 2));
-        assert_eq!(gate_bounds(0), (64, 16));
-    }
 
     #[test]
     fn atomic_alignment_of_va_and_memory() {

@@ -120,7 +120,7 @@ pub struct QpShared {
     /// packets; `modify_qp` resets it when it sets the address vector.
     pub route: Option<RouteCache>,
     /// Counts an RC QP's packets the network stack still holds; the
-    /// requester waits at a bound (see `logic::rc::gate_bounds`), and the
+    /// requester waits at a bound (see `logic::gate`), and the
     /// gate wakes the send task. Opened once the QP is in the table,
     /// closed when it is destroyed.
     pub gate: Option<TxGate<QpShared>>,

@@ -15,6 +15,7 @@ use crate::logic::{
     acks::Action,
     cqe::status,
     flights::{FState, Flight, Response},
+    mtu::mtu_bytes,
     qp::{QpAttrs, QpState},
     rc::{self, Syndrome},
     uc::Pos,
@@ -102,7 +103,15 @@ fn take(
     p: &RcPkt<'_>,
     syn: Syndrome,
 ) -> Effect {
+    let before = rc.win.acked;
     let t = rc.win.take_response(cons, p.opcode, p.psn, syn);
+    // The packets this acknowledgement newly covers let the gate grow.
+    if let (Some(b), Some(now)) = (before, rc.win.acked) {
+        if let Ok(n) = u64::try_from(rc::psn_diff(now, b)) {
+            rc.gate
+                .acked(n.saturating_mul(mtu_bytes(a.path_mtu) as u64));
+        }
+    }
     let mut e = Effect {
         progressed: t.progressed,
         rewound: false,
@@ -120,6 +129,7 @@ fn take(
         }
         Action::Seq { k } => {
             d.count(Counter::RcvSeqErr, 1);
+            rc.gate.lost();
             if rc.retry(cons, k, false, a.retry_cnt) {
                 rc.win.resume_at(cons, k, p.psn);
                 e.rewound = true;

@@ -221,7 +221,7 @@ fn prepare(
     }
     // Too many of the QP's packets still in the stack: the gate wakes the
     // send task once most of them are gone.
-    let (high, low) = rc::gate_bounds(f.seg);
+    let (high, low) = rc.gate.marks(f.seg);
     if s.gate.as_ref().is_some_and(|g| g.must_wait(high, low)) {
         return Step::Idle;
     }

@@ -8,6 +8,7 @@ use super::responder::Reply;
 use crate::logic::{
     fifo::Fifo,
     flights::{Flight, Window},
+    gate::GateBound,
     rc::Backoff,
 };
 use crate::rrxe::qp::QpShared;
@@ -50,6 +51,8 @@ pub struct RcState {
     pub(super) elem: usize,
     /// The retransmit timer's backoff after expiries.
     pub(super) backoff: Backoff,
+    /// How much of its traffic the stack may hold (see `logic::gate`).
+    pub(super) gate: GateBound,
     /// When the oldest outstanding packet is retransmitted.
     pub(super) deadline: Option<Instant<Monotonic>>,
     /// The end of an RNR wait.
@@ -105,6 +108,7 @@ impl RcState {
             shadow,
             elem,
             backoff: Backoff::default(),
+            gate: GateBound::default(),
             deadline: None,
             rnr_until: None,
             timer: None,
@@ -128,6 +132,7 @@ impl RcState {
     fn reset_requester(&mut self) {
         self.win.reset();
         self.backoff = Backoff::default();
+        self.gate = GateBound::default();
         self.deadline = None;
         self.rnr_until = None;
     }

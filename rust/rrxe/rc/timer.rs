@@ -101,6 +101,8 @@ pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
         rc.deadline = None;
         return;
     };
+    // Silence until the timer: the QP's packets or their ACK were lost.
+    rc.gate.lost();
     if rc.retry(cons, k, false, g.attrs.retry_cnt) {
         rc.backoff.on_expiry();
         if let Some(x) = rc.win.acked {
