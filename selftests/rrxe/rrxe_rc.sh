@@ -18,7 +18,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 35
+ktap_set_plan 36
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
@@ -54,6 +54,8 @@ check "RESET drops without a completion a SEND RNR-looping (RTS), one failed hal
 	t reset
 check "RC: a responder that destroys its QP the moment its receive completes still ACKs the SEND (100 times; the requester's SEND completes with SUCCESS)" \
 	t ack_destroy
+check "RC: a responder that moves its QP to ERR the moment its receive completes (as rdma_disconnect) still ACKs the SEND (100 times)" \
+	t ack_error
 
 # pp TOOL PORT ARGS...: a stock ibv_*_pingpong validating its buffers (-c),
 # server and client on rrxer0 with its IPv4 GID, over TCP to 127.0.0.1.

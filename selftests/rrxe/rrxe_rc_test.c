@@ -50,6 +50,9 @@
  *               SUCCESS (rdma_rxe's destroy waits for its responder, which
  *               sends the ACK; rdma_client destroys its QP so, and
  *               rdma_server's SEND, at retry_cnt 7, would retry for ever)
+ *   ack_error   the same, the responder moving its QP to ERR instead (as
+ *               rdma_disconnect does, which rdma_client calls the moment
+ *               its receive completes): the ACK still goes out
  *
  * The PSN of the first direction starts just below the 24-bit wrap, so the
  * bigger transfers cross it.
@@ -1737,8 +1740,9 @@ static int mode_reset(void)
 struct spinner {
 	struct end *b;
 	struct ibv_comp_channel *ch;
+	bool to_err;		/* move the QP to ERR instead of destroying it */
 	int status;		/* the receive's status, or -1: none */
-	int destroyed;		/* ibv_destroy_qp's result */
+	int destroyed;		/* ibv_destroy_qp's (or ibv_modify_qp's) result */
 };
 
 static void *wait_destroy(void *arg)
@@ -1761,12 +1765,18 @@ static void *wait_destroy(void *arg)
 		n = ibv_poll_cq(sp->b->rcq, 1, &wc);
 	}
 	sp->status = n == 1 ? (int)wc.status : -1;
+	if (sp->to_err) {
+		struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+
+		sp->destroyed = ibv_modify_qp(sp->b->qp, &at, IBV_QP_STATE);
+		return NULL;
+	}
 	sp->destroyed = ibv_destroy_qp(sp->b->qp);
 	sp->b->qp = NULL;
 	return NULL;
 }
 
-static int mode_ack_destroy(void)
+static int ack_lost(bool to_err)
 {
 	/* 4.096 us * 2^10 = 4.2 ms, one retry: a lost ACK fails in about 15 ms. */
 	struct popt o = def;
@@ -1805,6 +1815,7 @@ static int mode_ack_destroy(void)
 		    post_recv1(p.b.qp, 1, dst, 64))
 			return 1;
 		sp.b = &p.b;
+		sp.to_err = to_err;
 		ret = pthread_create(&t, &ta, wait_destroy, &sp);
 		if (ret)
 			FAIL("pthread_create (SCHED_FIFO): %s", strerror(ret));
@@ -1815,8 +1826,8 @@ static int mode_ack_destroy(void)
 		if (n == -2)
 			return 1;
 		if (sp.status != IBV_WC_SUCCESS || sp.destroyed)
-			FAIL("run %d: the receive completed with status %d, destroy returned %d", i, sp.status,
-			     sp.destroyed);
+			FAIL("run %d: the receive completed with status %d, %s returned %d", i, sp.status,
+			     to_err ? "the move to ERR" : "destroy", sp.destroyed);
 		if (n != 1)
 			FAIL("run %d: the SEND has no completion within %d ms", i, WAIT_MS);
 		if (wc.status != IBV_WC_SUCCESS) {
@@ -1831,10 +1842,15 @@ static int mode_ack_destroy(void)
 			FAIL("ibv_destroy_comp_channel: %s", strerror(errno));
 	}
 	if (lost)
-		FAIL("%d of %d SENDs lost their ACK when the responder destroyed its QP at once", lost, runs);
-	printf("ack_destroy ok: %d SENDs completed with SUCCESS\n", runs);
+		FAIL("%d of %d SENDs lost their ACK when the responder %s its QP at once", lost, runs,
+		     to_err ? "moved to ERR" : "destroyed");
+	printf("%s ok: %d SENDs completed with SUCCESS\n", to_err ? "ack_error" : "ack_destroy", runs);
 	return 0;
 }
+
+static int mode_ack_destroy(void) { return ack_lost(false); }
+
+static int mode_ack_error(void) { return ack_lost(true); }
 
 static const struct {
 	const char *name;
@@ -1844,12 +1860,13 @@ static const struct {
 	{ "rnr", mode_rnr },		{ "flush_err", mode_flush_err },   { "security", mode_security },
 	{ "mw", mode_mw },		{ "retry", mode_retry },	   { "atomic_align", mode_atomic_align },
 	{ "flush", mode_flush },	{ "reset", mode_reset },	   { "ack_destroy", mode_ack_destroy },
+	{ "ack_error", mode_ack_error },
 };
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush|reset|ack_destroy\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush|reset|ack_destroy|ack_error\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
