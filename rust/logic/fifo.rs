@@ -114,6 +114,33 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Fifo<S> {
         Some(true)
     }
 
+    /// Keeps only the entries that satisfy `keep`, in their order. Like
+    /// [`Self::clear`], without a division or an index that can panic: the
+    /// QP's error path calls it.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let cap = self.slots.len();
+        let (mut from, mut to, mut kept) = (self.head, self.head, 0);
+        for _ in 0..self.len {
+            let x = self.slots.get_mut(from).and_then(Option::take);
+            if let Some(x) = x.filter(|x| keep(x)) {
+                // `to` trails `from`: its slot is this one or one emptied.
+                if let Some(slot) = self.slots.get_mut(to) {
+                    *slot = Some(x);
+                }
+                kept += 1;
+                to += 1;
+                if to == cap {
+                    to = 0;
+                }
+            }
+            from += 1;
+            if from == cap {
+                from = 0;
+            }
+        }
+        self.len = kept;
+    }
+
     /// Drops every entry (slot by slot: no division, so no panic path in
     /// the QP's reset and error paths that call it).
     pub fn clear(&mut self) {
@@ -207,6 +234,30 @@ mod tests {
         assert_eq!(f.insert_before(0, |_| true), Some(false), "full");
         let got: Vec<_> = core::iter::from_fn(|| f.pop()).collect();
         assert_eq!(got, [2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn retain_keeps_order_across_the_wrap() {
+        let mut f = q(4);
+        for x in [1, 2, 3] {
+            assert!(f.push(x, never));
+        }
+        assert_eq!(f.pop(), Some(1));
+        assert!(f.push(4, never) && f.push(5, never));
+        // 2, 3, 4, 5 with the head at slot 1; the odd ones go.
+        f.retain(|&x| x % 2 == 0);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f.slots.iter().filter(|x| x.is_some()).count(), 2, "the rest dropped");
+        assert!(f.push(6, never) && f.push(7, never));
+        assert!(!f.push(8, never), "full at 4 again");
+        f.retain(|_| true);
+        let got: Vec<_> = core::iter::from_fn(|| f.pop()).collect();
+        assert_eq!(got, [2, 4, 6, 7]);
+        f.retain(|_| false);
+        assert!(f.is_empty());
+        let mut e = q(0);
+        e.retain(|_| true);
+        assert!(e.is_empty());
     }
 
     #[test]

@@ -233,7 +233,7 @@ impl RcState {
 
     /// The QP entered ERR: the receive WQE held for a message in progress
     /// is flushed and the requester forgets its WQEs (the ring's flush
-    /// completes them).
+    /// completes them); the responder's replies stop but for what it owes.
     pub fn on_error(&mut self, s: &QpShared) {
         if let Some((slot, _)) = self.held.take() {
             s.flush_held(&slot);
@@ -241,7 +241,14 @@ impl RcState {
         self.msg = None;
         self.write = None;
         self.offset = 0;
-        self.replies.clear();
+        // What the QP owes for the requests it completed (an ACK, a NAK,
+        // an atomic's or an empty response: one packet each) still goes
+        // out from the context that queued it (see `replies::pump`), as
+        // rxe's responder finishes the request it is on. A consumer may
+        // move the QP to ERR the moment a receive completes
+        // (rdma_disconnect does, and rdma_client calls it so): the peer's
+        // SEND would retry without its ACK. Read responses stop.
+        self.replies.retain(|r| !matches!(r, Reply::Read(_)));
         self.reset_requester();
     }
 }
