@@ -16,13 +16,16 @@
  * each packet to the Rust receive path in process context. Each device has
  * its own queue and worker (struct rrxe_rxq, made and freed by the Rust
  * side with the device), so that a flood at one device is not a queue in
- * front of the others' packets. A queue holds at most RRXE_RXQ_BYTES (skb
- * truesize; later packets are dropped, as a full socket buffer drops
- * them): room for the windows of 16 RC QPs (128 packets each) at a 4 KiB
- * MTU in virtio-net's 9 KiB receive buffers, which wait there when the
- * device's one CPU is slower than its senders (8 MiB dropped some of 8
- * such QPs' packets), and its work takes at most RRXE_RX_BATCH packets per run, then
- * queues itself again, so that a flood cannot keep one run going.
+ * front of the others' packets. A queue holds at most rx_queue_kib KiB
+ * (skb truesize; 32 MiB by default): room for the windows of 16 RC QPs (128
+ * packets each) at a 4 KiB MTU in virtio-net's 9 KiB receive buffers,
+ * which wait there when the device's one CPU is slower than its senders
+ * (8 MiB dropped some of 8 such QPs' packets). Later packets are dropped
+ * and counted as a full socket buffer drops and counts them: in the
+ * socket's drops and the namespace's UDP RcvbufErrors and InErrors (see
+ * rrxe_rx_full), where `nstat` and the benches look. Its work takes at
+ * most RRXE_RX_BATCH packets per run, then queues itself again, so that a
+ * flood cannot keep one run going.
  *
  * The worker is a kthread of its own at the lowest SCHED_FIFO priority, not
  * a workqueue item: a workqueue's kworkers are fair-class tasks, and with
@@ -47,6 +50,7 @@
 #include <linux/kthread.h>
 #include <linux/sched.h>
 #include <rdma/ib_verbs.h>
+#include <net/udp.h>
 #include <net/udp_tunnel.h>
 #include <net/ip.h>
 #include <net/route.h>
@@ -58,7 +62,8 @@
 #include "net_glue.h"
 
 #define RRXE_PORT 4791
-#define RRXE_RXQ_BYTES (32 << 20)
+#define RRXE_RXQ_KIB_MIN 64
+#define RRXE_RXQ_KIB_MAX (1 << 20)
 #define RRXE_RX_BATCH 256
 
 struct rrxe_socks {
@@ -68,6 +73,32 @@ struct rrxe_socks {
 	unsigned int refs;
 	struct sock *sk4, *sk6;
 };
+
+/* Read for each packet; range-checked when set. */
+static unsigned int rrxe_rxq_kib = 32 << 10;
+
+static int rrxe_rxq_kib_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int err = kstrtouint(val, 0, &v);
+
+	if (err)
+		return err;
+	if (v < RRXE_RXQ_KIB_MIN || v > RRXE_RXQ_KIB_MAX) {
+		pr_err_ratelimited("rrxe: rx_queue_kib must be %u to %u\n", RRXE_RXQ_KIB_MIN,
+				   RRXE_RXQ_KIB_MAX);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops rrxe_rxq_kib_ops = {
+	.set = rrxe_rxq_kib_set,
+	.get = param_get_uint,
+};
+module_param_cb(rx_queue_kib, &rrxe_rxq_kib_ops, &rrxe_rxq_kib, 0644);
+MODULE_PARM_DESC(rx_queue_kib, "bound on each device's receive queue, in KiB of skb truesize, 64 to 1048576 (default 32768)");
 
 static LIST_HEAD(rrxe_socks_list);
 static DEFINE_MUTEX(rrxe_socks_lock);
@@ -135,7 +166,6 @@ static DEFINE_PER_CPU(struct rrxe_inline, rrxe_inline);
 
 static void (*rrxe_rx_handler)(struct ib_device *ibdev, struct sk_buff *skb);
 static struct rrxe_rxq *(*rrxe_rxq_of)(struct ib_device *ibdev);
-static atomic64_t rrxe_rx_dropped = ATOMIC64_INIT(0);
 /*
  * Runs the QPs' send tasks; drained at module exit.
  * WQ_MEM_RECLAIM: storage ULPs (nvme-rdma, nvmet-rdma, NFS over RDMA) are
@@ -171,19 +201,45 @@ static void rrxe_rxq_kick(struct rrxe_rxq *rq)
 		kthread_queue_work(rq->worker, &rq->work);
 }
 
+/*
+ * Drops @skb, which found its device's receive queue full, and counts it
+ * where UDP counts a datagram that found its socket's buffer full.
+ */
+static void rrxe_rx_full(struct sock *sk, struct sk_buff *skb)
+{
+	struct net *net = sock_net(sk);
+
+	udp_drops_inc(sk);
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6) {
+		UDP6_INC_STATS(net, UDP_MIB_RCVBUFERRORS);
+		UDP6_INC_STATS(net, UDP_MIB_INERRORS);
+	} else
+#endif
+	{
+		UDP_INC_STATS(net, UDP_MIB_RCVBUFERRORS);
+		UDP_INC_STATS(net, UDP_MIB_INERRORS);
+	}
+	sk_skb_reason_drop(sk, skb, SKB_DROP_REASON_SOCKET_RCVBUFF);
+}
+
 static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct ib_device *ibdev = skb->dev ? ib_device_get_by_netdev(skb->dev, RDMA_DRIVER_RXE) : NULL;
 	struct rrxe_rxq *rq = ibdev ? rrxe_rxq_of(ibdev) : NULL;
 	unsigned int size = skb->truesize;
 
-	if (!rq || atomic_add_return(size, &rq->bytes) > RRXE_RXQ_BYTES) {
-		if (rq)
-			atomic_sub(size, &rq->bytes);
+	if (!rq) {
+		/* No RXE-driver device on the netdev: dropped, as rxe drops it. */
 		if (ibdev)
 			ib_device_put(ibdev);
-		atomic64_inc(&rrxe_rx_dropped);
 		kfree_skb(skb);
+		return 0;
+	}
+	if (atomic_add_return(size, &rq->bytes) > READ_ONCE(rrxe_rxq_kib) << 10) {
+		atomic_sub(size, &rq->bytes);
+		ib_device_put(ibdev);
+		rrxe_rx_full(sk, skb);
 		return 0;
 	}
 	skb_queue_tail(&rq->q, skb);
@@ -404,8 +460,6 @@ void rrxe_rxq_destroy(struct rrxe_rxq *rq)
 	free_percpu(rq->cpu_work);
 	kfree(rq);
 }
-
-u64 rrxe_rx_dropped_count(void) { return atomic64_read(&rrxe_rx_dropped); }
 
 static struct sock *rrxe_open_sock(struct net *net, bool ipv6)
 {

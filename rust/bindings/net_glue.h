@@ -22,7 +22,6 @@ void rrxe_rx_inline_end(void);
 void rrxe_net_fini(void);
 int rrxe_net_get(struct net *net, u64 *ticket);
 void rrxe_net_put(u64 ticket);
-u64 rrxe_rx_dropped_count(void);
 struct workqueue_struct *rrxe_workqueue(void);
 void rrxe_flush_workqueue(void);
 struct rrxe_route;

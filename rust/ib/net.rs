@@ -86,12 +86,6 @@ impl Drop for ReceiveInPlace {
     }
 }
 
-/// Packets dropped on arrival (no RXE device on the netdev, queue full).
-pub fn rx_dropped() -> u64 {
-    // SAFETY: Reads an atomic counter.
-    unsafe { bindings::rrxe_rx_dropped_count() }
-}
-
 /// The receive handler the C side calls from its work item, per packet.
 ///
 /// # Safety

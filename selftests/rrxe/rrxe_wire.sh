@@ -6,12 +6,13 @@
 # them over IPv4 and IPv6; counters on both sides count the packets; RDMA
 # READs survive a lossy link; a QP's packets held by a slow qdisc stop
 # its requester at rxe's bound, and the module waits for them when it is
-# unloaded; the sockets close with the last device of their namespace.
+# unloaded; a full receive queue's drops are counted as UDP counts a full
+# socket's; the sockets close with the last device of their namespace.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 19
+ktap_set_plan 20
 
 A=rrxtwa B=rrxtwb
 cleanup_net
@@ -141,6 +142,49 @@ read_bursts() {
 	[ $rc = 0 ] && [ $((s - s0)) -ge $((500 * 64)) ] && [ $(((t - t0) * 4)) -le $((s - s0)) ]
 }
 check "ib_read_bw, 64 KiB READs over IPv4: the responses leave in bursts (a quarter as many frames or fewer)" read_bursts
+# A device's receive queue holds at most rx_queue_kib KiB (skb truesize).
+# A packet that finds it full is dropped and counted as UDP counts a
+# datagram that finds its socket's buffer full: in the namespace's
+# RcvbufErrors and InErrors, where nstat and the benches look. At the
+# smallest bound a burst of 64 KiB WRITEs (60 packets of 1 KiB) overflows
+# B's queue; the requesters resend from the gap and the run completes.
+udp_errors() { # NS: its UDP RcvbufErrors and InErrors
+	# shellcheck disable=SC2016 # awk's own fields.
+	ip netns exec "$1" awk '
+		$1 == "Udp:" && $2 ~ /^[A-Za-z]/ { for (i = 2; i <= NF; i++) h[i] = $i; next }
+		$1 == "Udp:" { for (i = 2; i <= NF; i++) { if (h[i] == "RcvbufErrors") r = $i; if (h[i] == "InErrors") e = $i } }
+		END { print r + 0, e + 0 }' /proc/net/snmp
+}
+queue_full() {
+	local param=/sys/module/rrxe/parameters/rx_queue_kib log=/tmp/rrxe_qf.$$
+	local a=(ib_write_bw -F -p 18613 -q 8 -s 65536 -n 20 -m 1024)
+	local def v gi srv r0 e0 r e q0 q rc=0
+	def=$(cat $param) || return 1
+	[ "$def" = 32768 ] || { echo "rx_queue_kib is $def by default"; return 1; }
+	for v in 0 63 1048577 x; do
+		if echo $v >$param 2>/dev/null; then
+			echo "rx_queue_kib took $v"
+			echo "$def" >$param
+			return 1
+		fi
+	done
+	[ "$(cat $param)" = "$def" ] || { echo "a refused value changed rx_queue_kib"; return 1; }
+	read -r r0 e0 < <(udp_errors $B)
+	q0=$(cat $hw/rrxewb/ports/1/hw_counters/out_of_seq_request)
+	echo 64 >$param || return 1
+	gi=$(gid_index rrxewb ffff:10.78.0)
+	perf_server_b 18613 $log.s "${a[@]}" -d rrxewb -x "$gi"
+	timeout 120 ip netns exec $A "${a[@]}" -d rrxewa -x "$gi" 10.78.0.2 >$log.c 2>&1 || rc=1
+	wait "$srv" || rc=1
+	echo "$def" >$param
+	read -r r e < <(udp_errors $B)
+	q=$(cat $hw/rrxewb/ports/1/hw_counters/out_of_seq_request)
+	echo "# B: RcvbufErrors +$((r - r0)), InErrors +$((e - e0)), out_of_seq_request +$((q - q0))"
+	[ $rc = 0 ] || cat $log.s $log.c
+	rm -f $log.s $log.c
+	[ $rc = 0 ] && [ $((r - r0)) -gt 0 ] && [ $((e - e0)) -ge $((r - r0)) ] && [ $((q - q0)) -gt 0 ]
+}
+check "rx_queue_kib refuses 0, 63, 1048577 and x; at 64 KiB B's queue overflows, its drops are counted in UDP RcvbufErrors and InErrors, and 8 QPs of 64 KiB WRITEs complete" queue_full
 # A connected QP keeps its route between packets (as rxe keeps an RC QP's
 # in its socket), so a routing change must reach a QP already streaming: a
 # host route to the peer through a gateway that does not answer, added
