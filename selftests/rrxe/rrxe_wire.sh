@@ -146,8 +146,9 @@ check "ib_read_bw, 64 KiB READs over IPv4: the responses leave in bursts (a quar
 # A packet that finds it full is dropped and counted as UDP counts a
 # datagram that finds its socket's buffer full: in the namespace's
 # RcvbufErrors and InErrors, where nstat and the benches look. At the
-# smallest bound a burst of 64 KiB WRITEs (60 packets of 1 KiB) overflows
-# B's queue; the requesters resend from the gap and the run completes.
+# least bound (256 KiB) a QP's first burst of 64 KiB WRITEs (64 packets of
+# 1 KiB, over 4 KiB of truesize each) overflows B's queue; the requester
+# resends from the gap and halves its bursts, and the run completes.
 udp_errors() { # NS: its UDP RcvbufErrors and InErrors
 	# shellcheck disable=SC2016 # awk's own fields.
 	ip netns exec "$1" awk '
@@ -157,11 +158,11 @@ udp_errors() { # NS: its UDP RcvbufErrors and InErrors
 }
 queue_full() {
 	local param=/sys/module/rrxe/parameters/rx_queue_kib log=/tmp/rrxe_qf.$$
-	local a=(ib_write_bw -F -p 18613 -q 8 -s 65536 -n 20 -m 1024)
-	local def v gi srv r0 e0 r e q0 q rc=0
+	local a=(ib_write_bw -F -p 18613 -s 65536 -n 50 -m 1024)
+	local def v gi srv r0 e0 r e q0 q t0 rc=0
 	def=$(cat $param) || return 1
 	[ "$def" = 32768 ] || { echo "rx_queue_kib is $def by default"; return 1; }
-	for v in 0 63 1048577 x; do
+	for v in 0 255 1048577 x; do
 		if echo $v >$param 2>/dev/null; then
 			echo "rx_queue_kib took $v"
 			echo "$def" >$param
@@ -171,20 +172,21 @@ queue_full() {
 	[ "$(cat $param)" = "$def" ] || { echo "a refused value changed rx_queue_kib"; return 1; }
 	read -r r0 e0 < <(udp_errors $B)
 	q0=$(cat $hw/rrxewb/ports/1/hw_counters/out_of_seq_request)
-	echo 64 >$param || return 1
+	echo 256 >$param || return 1
 	gi=$(gid_index rrxewb ffff:10.78.0)
+	t0=$SECONDS
 	perf_server_b 18613 $log.s "${a[@]}" -d rrxewb -x "$gi"
 	timeout 120 ip netns exec $A "${a[@]}" -d rrxewa -x "$gi" 10.78.0.2 >$log.c 2>&1 || rc=1
 	wait "$srv" || rc=1
 	echo "$def" >$param
 	read -r r e < <(udp_errors $B)
 	q=$(cat $hw/rrxewb/ports/1/hw_counters/out_of_seq_request)
-	echo "# B: RcvbufErrors +$((r - r0)), InErrors +$((e - e0)), out_of_seq_request +$((q - q0))"
+	echo "# B: RcvbufErrors +$((r - r0)), InErrors +$((e - e0)), out_of_seq_request +$((q - q0)) in $((SECONDS - t0)) s"
 	[ $rc = 0 ] || cat $log.s $log.c
 	rm -f $log.s $log.c
 	[ $rc = 0 ] && [ $((r - r0)) -gt 0 ] && [ $((e - e0)) -ge $((r - r0)) ] && [ $((q - q0)) -gt 0 ]
 }
-check "rx_queue_kib refuses 0, 63, 1048577 and x; at 64 KiB B's queue overflows, its drops are counted in UDP RcvbufErrors and InErrors, and 8 QPs of 64 KiB WRITEs complete" queue_full
+check "rx_queue_kib refuses 0, 255, 1048577 and x; at 256 KiB B's queue overflows, its drops are counted in UDP RcvbufErrors and InErrors, and 64 KiB WRITEs complete" queue_full
 # A connected QP keeps its route between packets (as rxe keeps an RC QP's
 # in its socket), so a routing change must reach a QP already streaming: a
 # host route to the peer through a gateway that does not answer, added
