@@ -247,7 +247,11 @@ mod tests {
         // 2, 3, 4, 5 with the head at slot 1; the odd ones go.
         f.retain(|&x| x % 2 == 0);
         assert_eq!(f.len(), 2);
-        assert_eq!(f.slots.iter().filter(|x| x.is_some()).count(), 2, "the rest dropped");
+        assert_eq!(
+            f.slots.iter().filter(|x| x.is_some()).count(),
+            2,
+            "the rest dropped"
+        );
         assert!(f.push(6, never) && f.push(7, never));
         assert!(!f.push(8, never), "full at 4 again");
         f.retain(|_| true);
