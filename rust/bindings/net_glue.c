@@ -63,10 +63,11 @@
 
 #define RRXE_PORT 4791
 /*
- * The smallest bound holds a QP's largest burst (the transmit gate's 64
- * packets, each up to 4 KiB of truesize at a 1 KiB MTU): below that every
- * retransmitted burst loses its tail again, and RC crawls on its timer
- * (64 KiB moved five 64 KiB WRITEs in none of 40 s; 256 KiB fifty in 4 s).
+ * The smallest bound holds about a QP's largest burst (the transmit gate's
+ * 64 packets, about 4 KiB of truesize each at a 1 KiB MTU): in a queue
+ * that cannot, every retransmitted burst loses its tail again and RC
+ * crawls on its timer (at 64 KiB, five 64 KiB WRITEs did not finish in
+ * 40 s; at 256 KiB fifty took 4 s, their drops recovered by NAKs).
  */
 #define RRXE_RXQ_KIB_MIN 256
 #define RRXE_RXQ_KIB_MAX (1 << 20)

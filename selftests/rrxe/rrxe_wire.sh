@@ -147,7 +147,7 @@ check "ib_read_bw, 64 KiB READs over IPv4: the responses leave in bursts (a quar
 # datagram that finds its socket's buffer full: in the namespace's
 # RcvbufErrors and InErrors, where nstat and the benches look. At the
 # least bound (256 KiB) a QP's first burst of 64 KiB WRITEs (64 packets of
-# 1 KiB, over 4 KiB of truesize each) overflows B's queue; the requester
+# 1 KiB, about 4 KiB of truesize each) overflows B's queue; the requester
 # resends from the gap and halves its bursts, and the run completes.
 udp_errors() { # NS: its UDP RcvbufErrors and InErrors
 	# shellcheck disable=SC2016 # awk's own fields.
