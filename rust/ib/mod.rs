@@ -20,6 +20,7 @@ mod rxe_abi;
 
 pub mod ah;
 pub mod attr;
+pub mod clock;
 pub mod cq;
 pub mod crc;
 pub mod device;

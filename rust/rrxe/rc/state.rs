@@ -5,6 +5,7 @@
 //! responder's expected PSN, message in progress and resources.
 
 use super::responder::Reply;
+use crate::ib::clock::Coarse;
 use crate::logic::{
     fifo::Fifo,
     flights::{Flight, Window},
@@ -12,10 +13,7 @@ use crate::logic::{
     rc::Backoff,
 };
 use crate::rrxe::qp::QpShared;
-use kernel::{
-    prelude::*,
-    time::{hrtimer::ArcHrTimerHandle, Instant, Monotonic},
-};
+use kernel::{prelude::*, time::hrtimer::ArcHrTimerHandle};
 
 /// A responder resource: what a read or atomic did, to replay it.
 #[derive(Clone, Copy)]
@@ -54,12 +52,12 @@ pub struct RcState {
     /// How much of its traffic the stack may hold (see `logic::gate`).
     pub(super) gate: GateBound,
     /// When the oldest outstanding packet is retransmitted.
-    pub(super) deadline: Option<Instant<Monotonic>>,
+    pub(super) deadline: Option<Coarse>,
     /// The end of an RNR wait.
-    pub(super) rnr_until: Option<Instant<Monotonic>>,
+    pub(super) rnr_until: Option<Coarse>,
     /// The timer, while started, and when it fires.
     pub(super) timer: Option<ArcHrTimerHandle<QpShared>>,
-    pub(super) timer_at: Option<Instant<Monotonic>>,
+    pub(super) timer_at: Option<Coarse>,
     // Responder.
     /// The PSN expected next.
     pub(super) epsn: u32,

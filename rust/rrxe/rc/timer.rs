@@ -5,7 +5,11 @@
 //! task.
 
 use super::{complete_ready, RcState};
-use crate::ib::{device::Device, stats::Counter};
+use crate::ib::{
+    clock::{self, Coarse},
+    device::Device,
+    stats::Counter,
+};
 use crate::logic::{
     qp::{QpAttrs, QpState},
     rc::Backoff,
@@ -14,11 +18,15 @@ use crate::logic::{
 use crate::rrxe::{device::Rrxe, qp::QpShared};
 use kernel::{
     sync::Arc,
-    time::{hrtimer::HrTimerPointer, Delta, Instant, Monotonic},
+    time::{hrtimer::HrTimerPointer, Delta},
 };
 
 /// Starts the timer for the earliest of the retransmit deadline and the
 /// end of an RNR wait, unless it already fires by then.
+///
+/// Deadlines are instants of the coarse clock (`ib::clock`), which lags
+/// the timer's monotonic clock: started for the coarse time left, the
+/// timer fires no earlier than the deadline, and up to a tick later.
 ///
 /// Every handle stands for the QP's one timer, and dropping a handle
 /// cancels the timer, whichever start it came from: an old handle is
@@ -31,34 +39,16 @@ pub(super) fn arm(s: &Arc<QpShared>, rc: &mut RcState) {
         return;
     }
     let want = match (rc.deadline, rc.rnr_until) {
-        (Some(a), Some(b)) => {
-            if not_after(a, b) {
-                a
-            } else {
-                b
-            }
-        }
+        (Some(a), Some(b)) => a.min(b),
         (Some(a), None) | (None, Some(a)) => a,
         (None, None) => return,
     };
-    if rc.timer.is_some() && rc.timer_at.is_some_and(|t| not_after(t, want)) {
+    if rc.timer.is_some() && rc.timer_at.is_some_and(|t| t <= want) {
         return;
     }
     drop(rc.take_timer());
-    let now = Instant::<Monotonic>::now();
-    let delta = if not_after(want, now) {
-        Delta::from_micros(0)
-    } else {
-        want - now
-    };
-    rc.timer = Some(s.clone().start(delta));
+    rc.timer = Some(s.clone().start(Coarse::now().until(want)));
     rc.timer_at = Some(want);
-}
-
-/// `a` is not after `b` (instants of one clock; `Instant` has no order for
-/// this clock type).
-fn not_after(a: Instant<Monotonic>, b: Instant<Monotonic>) -> bool {
-    (a - b).as_nanos() <= 0
 }
 
 /// The retransmit timer for QP attributes `a`, after the backoff `b`.
@@ -68,14 +58,15 @@ fn ack_timeout(a: &QpAttrs, b: &Backoff) -> Option<Delta> {
 }
 
 /// Restarts the retransmit deadline from now (after a packet sent, or an
-/// acknowledgement that made progress).
+/// acknowledgement that made progress): at least the QP's timeout ahead,
+/// and at most a tick more, as rxe's timer in jiffies.
 pub(super) fn restart(rc: &mut RcState, a: &QpAttrs) {
-    rc.deadline = ack_timeout(a, &rc.backoff).map(|t| Instant::<Monotonic>::now() + t);
+    rc.deadline = ack_timeout(a, &rc.backoff).map(Coarse::deadline);
 }
 
-/// Starts an RNR wait of `us` microseconds.
+/// Starts an RNR wait of at least `us` microseconds (at most a tick more).
 pub(super) fn rnr_wait(rc: &mut RcState, us: u32) {
-    rc.rnr_until = Some(Instant::<Monotonic>::now() + Delta::from_micros(i64::from(us)));
+    rc.rnr_until = Some(Coarse::deadline(Delta::from_micros(i64::from(us))));
 }
 
 /// The timers: the end of an RNR wait resumes sending; a passed deadline
@@ -84,16 +75,18 @@ pub(super) fn rnr_wait(rc: &mut RcState, us: u32) {
 pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
     let d = dev.data();
     let mut rc = s.rc.lock();
-    let now = Instant::<Monotonic>::now();
-    if rc.timer_at.is_some_and(|t| not_after(t, now)) {
-        // Fired: its handle goes, under the lock (see `arm`).
+    let now = Coarse::now();
+    // Fired, or may have (the coarse clock lags the timer's by up to a
+    // tick): its handle goes, under the lock (see `arm`), and `arm` starts
+    // the timer again for what is still ahead.
+    if rc.timer_at.is_some_and(|t| t <= now.after(clock::tick())) {
         drop(rc.take_timer());
     }
     let mut g = s.inner.lock();
-    if rc.rnr_until.is_some_and(|t| not_after(t, now)) {
+    if rc.rnr_until.is_some_and(|t| t <= now) {
         rc.rnr_until = None;
     }
-    if !rc.deadline.is_some_and(|t| not_after(t, now)) || g.attrs.state != QpState::Rts {
+    if !rc.deadline.is_some_and(|t| t <= now) || g.attrs.state != QpState::Rts {
         return;
     }
     let cons = g.sq.consumer();
