@@ -86,7 +86,7 @@ pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
     if rc.rnr_until.is_some_and(|t| t <= now) {
         rc.rnr_until = None;
     }
-    if !rc.deadline.is_some_and(|t| t <= now) || g.attrs.state != QpState::Rts {
+    if rc.deadline.is_none_or(|t| t > now) || g.attrs.state != QpState::Rts {
         return;
     }
     let cons = g.sq.consumer();
