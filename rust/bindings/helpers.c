@@ -160,6 +160,8 @@ void rrxe_cond_resched(void) { cond_resched(); }
 
 s64 rrxe_ktime_get_coarse(void) { return ktime_get_coarse(); }
 
+s64 rrxe_ktime_get(void) { return ktime_get(); }
+
 s64 rrxe_tick_nsec(void) { return TICK_NSEC; }
 
 void rrxe_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *))

@@ -85,6 +85,7 @@ void rrxe_dev_put(struct net_device *ndev);
 unsigned int rrxe_num_possible_cpus(void);
 void rrxe_cond_resched(void);
 s64 rrxe_ktime_get_coarse(void);
+s64 rrxe_ktime_get(void);
 s64 rrxe_tick_nsec(void);
 void rrxe_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *));
 bool rrxe_irq_work_is_busy(struct irq_work *work);

@@ -1,29 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The coarse monotonic clock (`ktime_get_coarse`): the time of the last
-//! tick, read from memory without touching the clocksource. Deadlines that
-//! are restarted with every packet (a retransmit timer) need no better
-//! than a tick, and reading the clocksource for each packet costs: under a
-//! hypervisor that falls back to an emulated HPET, a read is a trap into
-//! the emulator (5% of a doorbell's time in rrxe's ping-pong, measured).
+//! Instants of the monotonic clock, read exactly (`ktime_get`, from the
+//! clocksource) or coarsely (`ktime_get_coarse`: the time of the last
+//! tick, read from memory). Deadlines that are restarted with every packet
+//! (a retransmit timer) need no better than a tick, and reading the
+//! clocksource for each packet costs: under a hypervisor that falls back
+//! to an emulated HPET, a read is a trap into the emulator (5% of a
+//! doorbell's time in rrxe's ping-pong, measured).
+//!
+//! The coarse reading lags the exact one by about a tick, but by more when
+//! the tick itself is late (a busy host under an emulator): it is not a
+//! bound to rely on. Decide that a deadline has passed with an exact
+//! reading.
 
 use super::bindings;
 use kernel::time::Delta;
 
-/// An instant of the coarse monotonic clock. It lags the monotonic clock
-/// (`Instant<Monotonic>`) by less than [`tick`], and both count from boot.
+/// An instant of the monotonic clock, in nanoseconds since boot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Coarse(i64);
+pub struct Mono(i64);
 
-/// How far the coarse clock can lag: one tick (`TICK_NSEC`).
+/// The clock's tick (`TICK_NSEC`).
 pub fn tick() -> Delta {
     // SAFETY: Returns a constant.
     Delta::from_nanos(unsafe { bindings::rrxe_tick_nsec() })
 }
 
-impl Coarse {
-    /// Now, to the last tick.
+impl Mono {
+    /// Now, exactly (a clocksource read).
     pub fn now() -> Self {
+        // SAFETY: Reads the monotonic clock, in any context.
+        Self(unsafe { bindings::rrxe_ktime_get() })
+    }
+
+    /// Now, to the last tick (never later than [`Mono::now`]).
+    pub fn coarse() -> Self {
         // SAFETY: Reads the timekeeper's last update, in any context.
         Self(unsafe { bindings::rrxe_ktime_get_coarse() })
     }
@@ -31,12 +42,6 @@ impl Coarse {
     /// `d` after `self` (saturating).
     pub fn after(self, d: Delta) -> Self {
         Self(self.0.saturating_add(d.as_nanos()))
-    }
-
-    /// A deadline at least `d` from now on the monotonic clock: the coarse
-    /// reading may be a tick behind it, so a tick is added.
-    pub fn deadline(d: Delta) -> Self {
-        Self::now().after(d).after(tick())
     }
 
     /// How long from `self` until `later` (zero if it is not later).

@@ -129,6 +129,9 @@ pub struct QpShared {
     dev: *const Device<Rrxe>,
     /// Set when the QP is destroyed: the send task does nothing after.
     dead: AtomicBool,
+    /// Set by the RC timer when it fires, taken by the requester's run
+    /// that it wakes (see `rc::timer::tick`).
+    timer_fired: AtomicBool,
     /// The send task: kernel QPs' posts, and the RC requester when the
     /// completer or a timer wakes it.
     #[pin]
@@ -163,6 +166,7 @@ impl HrTimerCallback for QpShared {
         this: ArcBorrow<'_, QpShared>,
         _ctx: HrTimerCallbackContext<'_, Self>,
     ) -> HrTimerRestart {
+        this.timer_fired.store(true, Ordering::Release);
         if !this.is_dead() {
             Arc::from(this).kick();
         }
@@ -202,6 +206,11 @@ impl QpShared {
             crate::rrxe::rc::run_replies(dev, self);
         }
         let _ = crate::rrxe::sq::process_sq(dev, self);
+    }
+
+    /// Whether the RC timer fired since the last call (which clears it).
+    pub fn take_timer_fired(&self) -> bool {
+        self.timer_fired.swap(false, Ordering::AcqRel)
     }
 
     /// Whether the QP is being destroyed.
@@ -517,6 +526,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 gate,
                 dev: core::ptr::from_ref(device),
                 dead: AtomicBool::new(false),
+                timer_fired: AtomicBool::new(false),
                 task <- new_work!("rrxe::QpShared::task"),
                 timer <- HrTimer::new(),
             }? Error),

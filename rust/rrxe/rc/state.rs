@@ -5,7 +5,7 @@
 //! responder's expected PSN, message in progress and resources.
 
 use super::responder::Reply;
-use crate::ib::clock::Coarse;
+use crate::ib::clock::Mono;
 use crate::logic::{
     fifo::Fifo,
     flights::{Flight, Window},
@@ -52,12 +52,12 @@ pub struct RcState {
     /// How much of its traffic the stack may hold (see `logic::gate`).
     pub(super) gate: GateBound,
     /// When the oldest outstanding packet is retransmitted.
-    pub(super) deadline: Option<Coarse>,
+    pub(super) deadline: Option<Mono>,
     /// The end of an RNR wait.
-    pub(super) rnr_until: Option<Coarse>,
+    pub(super) rnr_until: Option<Mono>,
     /// The timer, while started, and when it fires.
     pub(super) timer: Option<ArcHrTimerHandle<QpShared>>,
-    pub(super) timer_at: Option<Coarse>,
+    pub(super) timer_at: Option<Mono>,
     // Responder.
     /// The PSN expected next.
     pub(super) epsn: u32,

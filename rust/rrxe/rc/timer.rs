@@ -6,7 +6,7 @@
 
 use super::{complete_ready, RcState};
 use crate::ib::{
-    clock::{self, Coarse},
+    clock::{self, Mono},
     device::Device,
     stats::Counter,
 };
@@ -24,9 +24,9 @@ use kernel::{
 /// Starts the timer for the earliest of the retransmit deadline and the
 /// end of an RNR wait, unless it already fires by then.
 ///
-/// Deadlines are instants of the coarse clock (`ib::clock`), which lags
-/// the timer's monotonic clock: started for the coarse time left, the
-/// timer fires no earlier than the deadline, and up to a tick later.
+/// Deadlines are set from the coarse clock (see [`restart`]); the timer
+/// is started for the exact time left, read only here and in [`tick`]
+/// once the timer has fired.
 ///
 /// Every handle stands for the QP's one timer, and dropping a handle
 /// cancels the timer, whichever start it came from: an old handle is
@@ -47,7 +47,7 @@ pub(super) fn arm(s: &Arc<QpShared>, rc: &mut RcState) {
         return;
     }
     drop(rc.take_timer());
-    rc.timer = Some(s.clone().start(Coarse::now().until(want)));
+    rc.timer = Some(s.clone().start(Mono::now().until(want)));
     rc.timer_at = Some(want);
 }
 
@@ -57,16 +57,23 @@ fn ack_timeout(a: &QpAttrs, b: &Backoff) -> Option<Delta> {
         .map(|us| Delta::from_micros(us as i64))
 }
 
-/// Restarts the retransmit deadline from now (after a packet sent, or an
-/// acknowledgement that made progress): at least the QP's timeout ahead,
-/// and at most a tick more, as rxe's timer in jiffies.
-pub(super) fn restart(rc: &mut RcState, a: &QpAttrs) {
-    rc.deadline = ack_timeout(a, &rc.backoff).map(Coarse::deadline);
+/// `d` from now, from the coarse clock (no clocksource read: this runs
+/// for every packet sent and every ACK), plus a tick for the coarse
+/// reading's lag: about `d`, as rxe's timers in jiffies are (a tick late
+/// reading makes it up to that much shorter).
+fn from_now(d: Delta) -> Mono {
+    Mono::coarse().after(d).after(clock::tick())
 }
 
-/// Starts an RNR wait of at least `us` microseconds (at most a tick more).
+/// Restarts the retransmit deadline from now (after a packet sent, or an
+/// acknowledgement that made progress).
+pub(super) fn restart(rc: &mut RcState, a: &QpAttrs) {
+    rc.deadline = ack_timeout(a, &rc.backoff).map(from_now);
+}
+
+/// Starts an RNR wait of `us` microseconds.
 pub(super) fn rnr_wait(rc: &mut RcState, us: u32) {
-    rc.rnr_until = Some(Coarse::deadline(Delta::from_micros(i64::from(us))));
+    rc.rnr_until = Some(from_now(Delta::from_micros(i64::from(us))));
 }
 
 /// The timers: the end of an RNR wait resumes sending; a passed deadline
@@ -75,13 +82,15 @@ pub(super) fn rnr_wait(rc: &mut RcState, us: u32) {
 pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
     let d = dev.data();
     let mut rc = s.rc.lock();
-    let now = Coarse::now();
-    // Fired, or may have (the coarse clock lags the timer's by up to a
-    // tick): its handle goes, under the lock (see `arm`), and `arm` starts
-    // the timer again for what is still ahead.
-    if rc.timer_at.is_some_and(|t| t <= now.after(clock::tick())) {
-        drop(rc.take_timer());
+    // Nothing can be due before the timer fires: it is started for the
+    // earliest deadline or earlier (see `arm`).
+    if !s.take_timer_fired() {
+        return;
     }
+    // Its handle goes, under the lock (see `arm`); the caller's `arm`
+    // starts the timer again for what is still ahead.
+    drop(rc.take_timer());
+    let now = Mono::now();
     let mut g = s.inner.lock();
     if rc.rnr_until.is_some_and(|t| t <= now) {
         rc.rnr_until = None;
