@@ -29,7 +29,7 @@ use crate::logic::{
 };
 use crate::rrxe::pd::{pd_id, PdId};
 use crate::rrxe::qp_modify;
-use crate::rrxe::rc::RcState;
+use crate::rrxe::rc::{RcLocks, ReqState, RespState};
 use crate::rrxe::{
     cq::{self, CqShared},
     device::{Rrxe, RrxeDev},
@@ -102,9 +102,9 @@ pub struct QpShared {
     /// are needed.
     #[pin]
     pub uc_rx: Mutex<UcRx>,
-    /// The reliable transport's state (RC QPs). Taken before `inner`.
+    /// The reliable transport's state (RC QPs), under its two locks.
     #[pin]
-    pub rc: Mutex<RcState>,
+    pub rc: RcLocks,
     /// The RC requester's buffer for packets to a QP of this device (it
     /// grows once to the largest segment, then is reused).
     #[pin]
@@ -352,10 +352,8 @@ impl RrxeQp {
             g.close();
         }
         let held = s.uc_rx.lock().held.take();
-        let (timer, rc_held) = {
-            let mut rc = s.rc.lock();
-            (rc.take_timer(), rc.release())
-        };
+        let rc_held = s.rc.resp.lock().release();
+        let timer = s.rc.req.lock().take_timer();
         drop(timer);
         // The rings go back to the user context now, under the lock that
         // every access takes, and are freed outside it.
@@ -485,10 +483,11 @@ impl QpOps<Rrxe> for RrxeQp {
             GFP_KERNEL
         };
         let rc_state = if init.ty == QpType::Rc {
-            RcState::new(sq.geometry().slots(), sq.geometry().elem_size(), gfp)?
+            ReqState::new(sq.geometry().slots(), sq.geometry().elem_size(), gfp)?
         } else {
-            RcState::new(0, 0, gfp)?
+            ReqState::new(0, 0, gfp)?
         };
+        let rc_state = (rc_state, RespState::new(gfp)?);
         let mut rc_state = Some(rc_state);
         let mut route = match init.ty {
             QpType::Rc | QpType::Uc => Some(RouteCache::new()?),
@@ -517,7 +516,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 inner <- new_spinlock_irq!(inner, "rrxe::QpShared::inner"),
                 send_lock <- new_mutex!((), "rrxe::QpShared::send_lock"),
                 uc_rx <- new_mutex!(UcRx::default(), "rrxe::QpShared::uc_rx"),
-                rc <- new_mutex!(rc_state, "rrxe::QpShared::rc"),
+                rc <- RcLocks::new(rc_state.0, rc_state.1),
                 req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
                 reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
                 kernel,
@@ -583,22 +582,27 @@ impl QpOps<Rrxe> for RrxeQp {
         }
         drop(g);
         if s.ty == QpType::Rc {
-            let mut rc = s.rc.lock();
+            let mut resp = s.rc.resp.lock();
             if mask & qp::mask::RQ_PSN != 0 {
-                rc.set_rq_psn(new.rq_psn);
-            }
-            if mask & qp::mask::SQ_PSN != 0 {
-                rc.set_sq_psn(new.sq_psn);
+                resp.set_rq_psn(new.rq_psn);
             }
             if mask & qp::mask::MAX_DEST_RD_ATOMIC != 0 {
-                rc.set_dest_rd_atomic(new.max_dest_rd_atomic)?;
+                resp.set_dest_rd_atomic(new.max_dest_rd_atomic)?;
+            }
+            if to_err {
+                resp.on_error(s);
+            }
+            drop(resp);
+            let mut req = s.rc.req.lock();
+            if mask & qp::mask::SQ_PSN != 0 {
+                req.set_sq_psn(new.sq_psn);
             }
             if mask & (qp::mask::RETRY_CNT | qp::mask::RNR_RETRY) != 0 {
                 let a = s.inner.lock().attrs;
-                rc.set_retries(a.retry_cnt, a.rnr_retry);
+                req.set_retries(a.retry_cnt, a.rnr_retry);
             }
             if to_err {
-                rc.on_error(s);
+                req.on_error();
             }
         }
         // The responder's state has its own lock, taken before `inner`.

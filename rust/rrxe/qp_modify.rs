@@ -10,6 +10,7 @@ use crate::logic::{
     qp::{self, QpAttrs, QpState},
 };
 use crate::rrxe::qp::{attr_err, QpInner, QpShared};
+use crate::rrxe::rc;
 use kernel::prelude::*;
 
 /// The checks of `modify_qp` on a QP in state `g`: the transition must be
@@ -58,8 +59,10 @@ pub(crate) fn check(
 /// either the old state with the old transport state or RESET.
 pub(crate) fn reset(s: &QpShared, new: &QpAttrs, cur: Option<QpState>, mask: u32) -> Result {
     let _serial = s.send_lock.lock();
-    // Only the lock of the QP's own transport: the two are never nested.
-    let mut rc = (s.ty == QpType::Rc).then(|| s.rc.lock());
+    // Only the locks of the QP's own transport: RC's and UC's are never
+    // nested. RC's responder lock is taken before its requester's.
+    let mut resp = (s.ty == QpType::Rc).then(|| s.rc.resp.lock());
+    let mut req = (s.ty == QpType::Rc).then(|| s.rc.req.lock());
     let mut rx = (s.ty == QpType::Uc).then(|| s.uc_rx.lock());
     {
         let mut g = s.inner.lock();
@@ -71,7 +74,10 @@ pub(crate) fn reset(s: &QpShared, new: &QpAttrs, cur: Option<QpState>, mask: u32
         }
     }
     // Freed (the held WQEs) and stopped (the timer) outside the spinlock.
-    let dropped = rc.as_mut().map(|rc| rc.reset());
+    let dropped = match (req.as_mut(), resp.as_mut()) {
+        (Some(req), Some(resp)) => Some(rc::reset(req, resp)),
+        _ => None,
+    };
     let uc_held = rx.as_mut().and_then(|rx| core::mem::take(&mut **rx).held);
     drop((dropped, uc_held));
     Ok(())

@@ -5,9 +5,9 @@
 //! NAKs and RNR NAKs, and on a response that shows an earlier one lost.
 
 use super::{
-    complete_ready,
+    complete_ready, settle,
     timer::{arm, restart, rnr_wait},
-    RcPkt, RcState,
+    RcPkt, ReqState,
 };
 use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
@@ -44,13 +44,13 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         return;
     }
     let kick = {
-        let mut rc = s.rc.lock();
+        let mut rc = s.rc.req.lock();
         if s.is_dead() {
             return;
         }
         // The ring's lock only for the attributes and the consumer index
         // (which only `complete_ready` moves while the QP is not in ERR):
-        // the scatter of read data and the atomic result happen under `rc`
+        // the scatter of read data and the atomic result happen under `req`
         // alone.
         let (a, cons) = {
             let g = s.inner.lock();
@@ -82,6 +82,7 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         arm(s, &mut rc);
         kick
     };
+    settle(s);
     // A response from the wire is handled in the receive worker, which
     // runs the requester at once; a local one comes from inside a QP's
     // send processing (maybe this QP's own), which must not be reentered.
@@ -97,7 +98,7 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
 fn take(
     d: &RrxeDev,
     s: &QpShared,
-    rc: &mut RcState,
+    rc: &mut ReqState,
     a: &QpAttrs,
     cons: u32,
     p: &RcPkt<'_>,
@@ -160,7 +161,7 @@ fn take(
 
 /// An atomic ACK for the flight in slot `i`: the original value goes to
 /// the WQE's first SGE and the WQE finishes. Returns whether it did.
-fn atomic_ack(d: &RrxeDev, s: &QpShared, rc: &mut RcState, i: usize, psn: u32, orig: u64) -> bool {
+fn atomic_ack(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, i: usize, psn: u32, orig: u64) -> bool {
     let Some(mut f) = rc.win.flights[i] else {
         return false;
     };
@@ -191,7 +192,7 @@ fn atomic_ack(d: &RrxeDev, s: &QpShared, rc: &mut RcState, i: usize, psn: u32, o
 fn read_response(
     d: &RrxeDev,
     s: &QpShared,
-    rc: &mut RcState,
+    rc: &mut ReqState,
     i: usize,
     p: &RcPkt<'_>,
     pos: Pos,

@@ -7,7 +7,7 @@
 use super::{
     responder::{add_res, ReadResp, Reply},
     state::Res,
-    RcPkt, RcState,
+    RcPkt, RespState,
 };
 use crate::ib::stats::Counter;
 use crate::logic::{
@@ -49,7 +49,7 @@ struct Ctx<'a, 'p> {
 
 impl Ctx<'_, '_> {
     /// The ACK this packet asks for, if it asks.
-    fn ack(&self, rc: &RcState) -> Reply {
+    fn ack(&self, rc: &RespState) -> Reply {
         if self.p.ack_req {
             Reply::Ack {
                 psn: self.p.psn,
@@ -89,7 +89,7 @@ impl Ctx<'_, '_> {
     }
 
     /// A single-packet request done: the expected PSN and the MSN move on.
-    fn done_one(&self, rc: &mut RcState) {
+    fn done_one(&self, rc: &mut RespState) {
         rc.epsn = psn_add(self.p.psn, 1);
         rc.msn = psn_add(rc.msn, 1);
     }
@@ -99,7 +99,7 @@ impl Ctx<'_, '_> {
 pub(super) fn execute(
     d: &RrxeDev,
     s: &QpShared,
-    rc: &mut RcState,
+    rc: &mut RespState,
     a: &QpAttrs,
     p: &RcPkt<'_>,
     req: Req,
@@ -133,7 +133,13 @@ pub(super) fn execute(
 
 /// Takes a receive WQE for the message (into the reused buffer); without
 /// one, the RNR NAK to send.
-fn hold_recv(d: &RrxeDev, s: &QpShared, rc: &mut RcState, a: &QpAttrs, psn: u32) -> Option<Reply> {
+fn hold_recv(
+    d: &RrxeDev,
+    s: &QpShared,
+    rc: &mut RespState,
+    a: &QpAttrs,
+    psn: u32,
+) -> Option<Reply> {
     let mut slot = core::mem::take(&mut rc.spare);
     match s.pop_recv(&mut slot) {
         Some(max) => {
@@ -156,7 +162,7 @@ fn hold_recv(d: &RrxeDev, s: &QpShared, rc: &mut RcState, a: &QpAttrs, psn: u32)
 /// completes with the message's last packet.
 fn send(
     c: &Ctx<'_, '_>,
-    rc: &mut RcState,
+    rc: &mut RespState,
     pos: Pos,
     imm: bool,
     inv: bool,
@@ -224,7 +230,7 @@ fn send(
 /// packet's RETH named; the immediate data of the last takes a receive WQE.
 fn write(
     c: &Ctx<'_, '_>,
-    rc: &mut RcState,
+    rc: &mut RespState,
     pos: Pos,
     imm: bool,
 ) -> core::result::Result<Reply, Fail> {
@@ -299,7 +305,7 @@ fn write(
 
 /// An RDMA READ request: checked, kept as a resource, answered by read
 /// responses.
-fn read(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> {
+fn read(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
     if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_READ == 0 {
         return Err(INV_REQ);
     }
@@ -332,7 +338,7 @@ fn read(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> 
 
 /// A compare-and-swap (`cas`) or fetch-and-add, under the device's atomics
 /// lock.
-fn atomic(c: &Ctx<'_, '_>, rc: &mut RcState, cas: bool) -> core::result::Result<Reply, Fail> {
+fn atomic(c: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Result<Reply, Fail> {
     if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_ATOMIC == 0 {
         return Err(INV_REQ);
     }
@@ -373,7 +379,7 @@ fn atomic(c: &Ctx<'_, '_>, rc: &mut RcState, cas: bool) -> core::result::Result<
 }
 
 /// An ATOMIC WRITE of eight aligned bytes.
-fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> {
+fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
     if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_WRITE == 0 {
         return Err(INV_REQ);
     }
@@ -400,7 +406,7 @@ fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply
 }
 
 /// A FLUSH: the QP and the rkey must grant the flush types asked for.
-fn flush(c: &Ctx<'_, '_>, rc: &mut RcState) -> core::result::Result<Reply, Fail> {
+fn flush(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
     if rc.msg.is_some() {
         return Err(INV_REQ);
     }

@@ -39,6 +39,11 @@
 //! long READ (or a flood of duplicates of one) cannot hold the receive
 //! work that every device shares.
 //!
+//! **Locks** (`state`). The requester and completer share the QP's `req`
+//! lock; the responder and its replies have `resp`, so that a doorbell's
+//! requester and the QP's responder, answering the peer's request in the
+//! peer's context, do not wait for each other.
+//!
 //! Packets to a GID of this device go straight to the peer QP's responder or
 //! completer; the others go on the wire as RoCEv2. No RC lock is held while
 //! a packet is delivered or sent, so two QPs may talk to each other.
@@ -55,7 +60,7 @@ pub use completer::completer;
 pub use replies::run as run_replies;
 pub use requester::run;
 pub use responder::responder;
-pub use state::RcState;
+pub use state::{reset, RcLocks, ReqState, RespState};
 
 use crate::ib::device::Device;
 use crate::logic::{
@@ -188,18 +193,40 @@ fn emit(
     Ok(())
 }
 
-/// Puts the QP in ERR from inside the transport, flushing both queues.
-fn to_err(s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
+/// Puts the QP in ERR and flushes both queues (the transport's state is
+/// the caller's).
+fn enter_err(s: &QpShared, g: &mut QpInner) {
     if g.attrs.state != QpState::Err {
         g.attrs.state = QpState::Err;
     }
     qpm::flush(s, g);
-    rc.on_error(s);
+}
+
+/// Puts the QP in ERR from the requester or completer. The responder's
+/// part waits for [`settle`], once `req` is dropped (`resp` is taken
+/// first).
+fn to_err(s: &QpShared, rc: &mut ReqState, g: &mut QpInner) {
+    enter_err(s, g);
+    rc.on_error();
+    s.rc.set_resp_err();
+}
+
+/// The responder's part of a move to ERR that the requester or completer
+/// made, run by them once they have dropped `req`.
+fn settle(s: &QpShared) {
+    if !s.rc.take_resp_err() {
+        return;
+    }
+    let mut resp = s.rc.resp.lock();
+    // Not for a QP reset and brought up again meanwhile.
+    if s.inner.lock().attrs.state == QpState::Err {
+        resp.on_error(s);
+    }
 }
 
 /// Retires finished WQEs from the head of the send queue, in order. In ERR
 /// the flush has completed the ring's WQEs already: nothing to do.
-fn complete_ready(d: &RrxeDev, s: &QpShared, rc: &mut RcState, g: &mut QpInner) {
+fn complete_ready(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, g: &mut QpInner) {
     if g.attrs.state == QpState::Err {
         return;
     }

@@ -13,7 +13,7 @@
 //! dropped, as one lost on the wire: the requester asks again.
 
 use super::responder::{ReadResp, Reply};
-use super::{emit, RcState};
+use super::{emit, RespState};
 use crate::ib::device::Device;
 use crate::logic::{
     hdr::{Aeth, Bth, Headers},
@@ -37,7 +37,7 @@ pub(super) const RX_BUDGET: u32 = 16;
 pub(super) const TASK_BUDGET: u32 = 64;
 
 /// Queues `r` behind the replies waiting. `false` if the queue is full.
-pub(super) fn queue(rc: &mut RcState, r: Reply) -> bool {
+pub(super) fn queue(rc: &mut RespState, r: Reply) -> bool {
     rc.replies.push(r, |last, new| {
         // A positive ACK says no more than the ACK or NAK after it.
         let merge = matches!(
@@ -74,7 +74,7 @@ pub(super) fn queue(rc: &mut RcState, r: Reply) -> bool {
 ///
 /// Nothing queued is dropped or shortened: a duplicate that is not what a
 /// requester sends (spoofed, or a stray copy) costs its own answer only.
-pub(super) fn retake(rc: &mut RcState, r: ReadResp) -> bool {
+pub(super) fn retake(rc: &mut RespState, r: ReadResp) -> bool {
     if let Some(Reply::Read(q)) = rc
         .replies
         .find_mut(|x| matches!(x, Reply::Read(q) if q.covers(r.psn)))
@@ -141,7 +141,7 @@ struct ReadAt {
 
 /// The packet to send next, taken off the queue (a read response's packets
 /// one by one), with the read it belongs to.
-fn next(rc: &mut RcState, a: &QpAttrs) -> Option<(Packet, Option<ReadAt>)> {
+fn next(rc: &mut RespState, a: &QpAttrs) -> Option<(Packet, Option<ReadAt>)> {
     loop {
         let front = rc.replies.front_mut()?;
         let (tx, read, done) = match front {
@@ -187,7 +187,7 @@ fn next(rc: &mut RcState, a: &QpAttrs) -> Option<(Packet, Option<ReadAt>)> {
 
 /// Drops the read response for the read at `first` (its memory failed, or
 /// its packets are too big for the route), if it is still queued first.
-fn abandon(rc: &mut RcState, first: u32) {
+fn abandon(rc: &mut RespState, first: u32) {
     if let Some(Reply::Read(r)) = rc.replies.front_mut() {
         if r.psn == first {
             rc.replies.pop();
@@ -198,7 +198,7 @@ fn abandon(rc: &mut RcState, first: u32) {
 /// Takes the next packets of the read response queued first into a burst
 /// (`gso`), if at least two of them are middle packets (all one size, no
 /// AETH) and `max` allows: the response as it was, and how many.
-fn burst_next(rc: &mut RcState, a: &QpAttrs, max: usize) -> Option<(ReadResp, u32)> {
+fn burst_next(rc: &mut RespState, a: &QpAttrs, max: usize) -> Option<(ReadResp, u32)> {
     let Some(Reply::Read(r)) = rc.replies.front_mut() else {
         return None;
     };
@@ -251,7 +251,7 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
     while left > 0 {
         crate::ib::cond_resched();
         let step = {
-            let mut rc = s.rc.lock();
+            let mut rc = s.rc.resp.lock();
             // A responder destroyed mid-read (its process killed, say)
             // sends no more of its read responses. What it owes for the
             // requests it completed (an ACK, a NAK, an atomic's or an
@@ -307,18 +307,18 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
             // Too big for the route (the responder's path MTU above its
             // netdev's): lost, as a packet dropped on the way; the
             // requester's retransmit timer asks again.
-            (Err(e), Some(r)) if e == EMSGSIZE => abandon(&mut s.rc.lock(), r.first),
+            (Err(e), Some(r)) if e == EMSGSIZE => abandon(&mut s.rc.resp.lock(), r.first),
             (Err(_), Some(r)) => {
                 // The memory went away (a window invalidated, say): the
                 // requester learns it from a NAK.
-                abandon(&mut s.rc.lock(), r.first);
+                abandon(&mut s.rc.resp.lock(), r.first);
                 let syn = Syndrome::Nak(Nak::RemAccess);
                 let nak = reply_pkt(&a, op::ACK, r.psn, Some((syn, r.msn)));
                 let _ = emit(dev, s, &a, &nak, &[], &mut buf);
             }
         }
     }
-    !s.rc.lock().replies.is_empty()
+    !s.rc.resp.lock().replies.is_empty()
 }
 
 /// The QP's task: sends a batch of queued replies, and queues the task

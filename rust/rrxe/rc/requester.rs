@@ -5,9 +5,9 @@
 //! place.
 
 use super::{
-    complete_ready, emit,
+    complete_ready, emit, settle,
     timer::{arm, restart, tick},
-    RcState, LOCAL_SEG,
+    ReqState, LOCAL_SEG,
 };
 use crate::ib::device::Device;
 use crate::logic::{
@@ -67,6 +67,13 @@ impl Burst {
 /// Runs the requester (the doorbell, and the QP's task): timers first,
 /// then packets until the send queue is empty or the requester must wait.
 pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
+    let r = drive(dev, s);
+    settle(s);
+    r
+}
+
+/// [`run`], up to the responder's part of a move to ERR.
+fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     let _serial = s.send_lock.lock();
     if s.is_dead() {
         return Ok(());
@@ -75,17 +82,17 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     let mut slot = KVec::new();
     let mut buf = s.req_buf.lock();
     {
-        let rc = s.rc.lock();
+        let rc = s.rc.req.lock();
         slot.resize(rc.elem, 0u8, GFP_KERNEL)?;
     }
     // At most one ring's worth of new WQEs per run, so that a process that
     // keeps moving its producer index cannot keep the kernel here; every
     // WQE posted before a doorbell is within that many.
-    let mut budget = s.rc.lock().win.mask + 1;
+    let mut budget = s.rc.req.lock().win.mask + 1;
     loop {
         crate::ib::cond_resched();
         let (step, a) = {
-            let mut rc = s.rc.lock();
+            let mut rc = s.rc.req.lock();
             let mut g = s.inner.lock();
             let step = prepare(dev, s, &mut rc, &mut g, &mut slot, &mut budget);
             (step, g.attrs)
@@ -110,14 +117,14 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             }
         }
     }
-    arm(s, &mut s.rc.lock());
+    arm(s, &mut s.rc.req.lock());
     Ok(())
 }
 
 /// The WQE in slot `i` could not be sent: its memory keys failed, or its
 /// packets are too big for the route. It completes in error.
 fn fail(d: &RrxeDev, s: &QpShared, i: usize, e: Error) {
-    let mut rc = s.rc.lock();
+    let mut rc = s.rc.req.lock();
     let mut g = s.inner.lock();
     rc.win.finish(i, tx::fail_status(e));
     complete_ready(d, s, &mut rc, &mut g);
@@ -159,7 +166,7 @@ fn burst(
 /// Runs the local operation of the oldest WQE, in slot `i`, and completes
 /// it.
 fn run_local(d: &RrxeDev, s: &QpShared, i: usize) {
-    let mut rc = s.rc.lock();
+    let mut rc = s.rc.req.lock();
     let Some(f) = rc.win.flights[i] else { return };
     if f.state == FState::Done {
         return;
@@ -173,7 +180,7 @@ fn run_local(d: &RrxeDev, s: &QpShared, i: usize) {
 fn prepare(
     dev: &Device<Rrxe>,
     s: &QpShared,
-    rc: &mut RcState,
+    rc: &mut ReqState,
     g: &mut QpInner,
     slot: &mut [u8],
     budget: &mut u32,
@@ -262,7 +269,7 @@ fn prepare(
 /// and the window has room, up to `max` in all; returns how many the burst
 /// has.
 fn extend(
-    rc: &mut RcState,
+    rc: &mut ReqState,
     a: &QpAttrs,
     cons: u32,
     i: usize,
@@ -296,7 +303,7 @@ fn extend(
 fn take_new(
     dev: &Device<Rrxe>,
     s: &QpShared,
-    rc: &mut RcState,
+    rc: &mut ReqState,
     a: &QpAttrs,
     i: usize,
     slot: &[u8],

@@ -5,10 +5,11 @@
 //! NAK, an atomic ACK, or read response packets) for `replies` to send.
 
 use super::{
+    enter_err,
     execute::execute,
     replies::{self, RX_BUDGET},
     state::Res,
-    to_err, RcPkt, RcState,
+    RcPkt, RespState,
 };
 use crate::ib::{device::Device, qp::QpType, stats::Counter};
 use crate::logic::{
@@ -52,11 +53,11 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     };
     let d = dev.data();
     let pending = {
-        let mut rc = s.rc.lock();
+        let mut rc = s.rc.resp.lock();
         if s.is_dead() {
             return;
         }
-        // Read under `rc`, which a move to RESET holds while it changes the
+        // Read under `resp`, which a move to RESET holds while it changes the
         // state and clears the transport's: never stale state for a QP
         // being reset.
         let Some(a) = s.responder_attrs(&p.sgid, &p.dgid) else {
@@ -90,7 +91,7 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
 }
 
 /// A request ahead of the expected PSN: one sequence NAK per gap.
-fn ahead(d: &RrxeDev, rc: &mut RcState) -> Reply {
+fn ahead(d: &RrxeDev, rc: &mut RespState) -> Reply {
     if rc.nak_sent {
         return Reply::None;
     }
@@ -105,7 +106,7 @@ fn ahead(d: &RrxeDev, rc: &mut RcState) -> Reply {
 
 /// A class A or C error: completes the receive WQE in hand with `st`, puts
 /// the QP in ERR, and NAKs the request with `nak`.
-fn fail(s: &QpShared, rc: &mut RcState, p: &RcPkt<'_>, nak: Nak, st: u32) -> Reply {
+fn fail(s: &QpShared, rc: &mut RespState, p: &RcPkt<'_>, nak: Nak, st: u32) -> Reply {
     if let Some((slot, _)) = rc.held.take() {
         let wc = Wc {
             status: st,
@@ -118,8 +119,10 @@ fn fail(s: &QpShared, rc: &mut RcState, p: &RcPkt<'_>, nak: Nak, st: u32) -> Rep
         let _ = s.recv_wc(&wc, false);
     }
     let msn = rc.msn;
-    let mut g = s.inner.lock();
-    to_err(s, rc, &mut g);
+    enter_err(s, &mut s.inner.lock());
+    rc.on_error(s);
+    // The requester's part (`resp` is taken before `req`).
+    s.rc.req.lock().on_error();
     Reply::Ack {
         psn: p.psn,
         syn: Syndrome::Nak(nak),
@@ -128,7 +131,7 @@ fn fail(s: &QpShared, rc: &mut RcState, p: &RcPkt<'_>, nak: Nak, st: u32) -> Rep
 }
 
 /// Stores a responder resource, replacing the oldest.
-pub(super) fn add_res(rc: &mut RcState, r: Res) {
+pub(super) fn add_res(rc: &mut RespState, r: Res) {
     if rc.res.is_empty() {
         return;
     }
@@ -139,7 +142,7 @@ pub(super) fn add_res(rc: &mut RcState, r: Res) {
 
 /// A request behind the expected PSN: SENDs and WRITEs are ACKed again,
 /// reads and atomics replayed from their resource; anything else dropped.
-fn duplicate(rc: &mut RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
+fn duplicate(rc: &mut RespState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
     let msn = rc.msn;
     match req {
         Req::Send { .. } | Req::Write { .. } => Reply::Ack {
@@ -173,7 +176,7 @@ fn duplicate(rc: &mut RcState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
 
 /// A duplicate READ: replayed when a resource covers its PSN and the
 /// memory it asks for (unless a response still queued answers it).
-fn duplicate_read(rc: &mut RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
+fn duplicate_read(rc: &mut RespState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
     match replay_read(rc, a, p) {
         Some(r) if !replies::retake(rc, r) => Reply::Read(r),
         _ => Reply::None,
@@ -181,7 +184,7 @@ fn duplicate_read(rc: &mut RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
 }
 
 /// The read response that replays the duplicate READ `p` from a resource.
-fn replay_read(rc: &RcState, a: &QpAttrs, p: &RcPkt<'_>) -> Option<ReadResp> {
+fn replay_read(rc: &RespState, a: &QpAttrs, p: &RcPkt<'_>) -> Option<ReadResp> {
     let reth = p.reth?;
     for r in rc.res.iter().flatten() {
         if let Res::Read {

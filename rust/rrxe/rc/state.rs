@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An RC QP's transport state, under its `rc` lock: the requester's window
-//! and shadow copies of its WQEs, the timers' deadlines, and the
-//! responder's expected PSN, message in progress and resources.
+//! An RC QP's transport state, under two locks: the requester's (its
+//! window and shadow copies of its WQEs, the timers' deadlines), which
+//! the completer shares, and the responder's (its expected PSN, message
+//! in progress, resources and replies). The two sides of a QP run in
+//! different contexts at once (a doorbell's requester, and the responder
+//! taking the peer's request in the peer's context) and never wait for
+//! each other, but in a move to RESET, which holds both, `resp` first.
 
 use super::responder::Reply;
 use crate::ib::clock::Mono;
@@ -13,7 +17,8 @@ use crate::logic::{
     rc::Backoff,
 };
 use crate::rrxe::qp::QpShared;
-use kernel::{prelude::*, time::hrtimer::ArcHrTimerHandle};
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{new_mutex, prelude::*, sync::Mutex, time::hrtimer::ArcHrTimerHandle};
 
 /// A responder resource: what a read or atomic did, to replay it.
 #[derive(Clone, Copy)]
@@ -32,16 +37,52 @@ pub(super) enum Res {
     Empty { psn: u32 },
 }
 
-/// What [`RcState::reset`] took out: dropping it stops the timer (see
-/// [`RcState::take_timer`]) and frees the held receive WQE.
+/// The RC state's locks (see the module's text). Each is taken before
+/// `inner`.
+#[pin_data]
+pub struct RcLocks {
+    /// The responder's state.
+    #[pin]
+    pub resp: Mutex<RespState>,
+    /// The requester's and completer's state.
+    #[pin]
+    pub req: Mutex<ReqState>,
+    /// The requester or completer put the QP in ERR: the responder's part
+    /// of that is still to do (see `rc::settle`).
+    resp_err: AtomicBool,
+}
+
+impl RcLocks {
+    /// The locks over `req` and `resp`.
+    pub fn new(req: ReqState, resp: RespState) -> impl PinInit<Self> {
+        pin_init!(Self {
+            resp <- new_mutex!(resp, "rrxe::RcLocks::resp"),
+            req <- new_mutex!(req, "rrxe::RcLocks::req"),
+            resp_err: AtomicBool::new(false),
+        })
+    }
+
+    /// Notes that the responder's part of a move to ERR is to do.
+    pub(super) fn set_resp_err(&self) {
+        self.resp_err.store(true, Ordering::Release);
+    }
+
+    /// Whether the responder's part of a move to ERR is to do (which
+    /// clears it).
+    pub(super) fn take_resp_err(&self) -> bool {
+        self.resp_err.swap(false, Ordering::AcqRel)
+    }
+}
+
+/// What a move to RESET took out: dropping it stops the timer (see
+/// [`ReqState::take_timer`]) and frees the held receive WQE.
 pub struct ResetOut {
     _held: Option<(KVec<u8>, u32)>,
     _timer: Option<ArcHrTimerHandle<QpShared>>,
 }
 
-/// A QP's RC state, under its `rc` lock (taken before `inner`).
-pub struct RcState {
-    // Requester.
+/// An RC QP's requester (and completer) state, under its `req` lock.
+pub struct ReqState {
     /// The WQEs taken, one entry per ring slot.
     pub(super) win: Window<KVVec<Option<Flight>>>,
     /// One shadow copy per ring slot, of `elem` bytes each.
@@ -58,7 +99,10 @@ pub struct RcState {
     /// The timer, while started, and when it fires.
     pub(super) timer: Option<ArcHrTimerHandle<QpShared>>,
     pub(super) timer_at: Option<Mono>,
-    // Responder.
+}
+
+/// An RC QP's responder state, under its `resp` lock.
+pub struct RespState {
     /// The PSN expected next.
     pub(super) epsn: u32,
     /// Messages completed.
@@ -91,7 +135,7 @@ fn reply_slots(n: usize, gfp: kernel::alloc::Flags) -> Result<KVec<Option<Reply>
     Ok(v)
 }
 
-impl RcState {
+impl ReqState {
     /// State for a QP whose send ring has `slots` slots of `elem` bytes
     /// (none for other transports), allocated with `gfp`.
     pub fn new(slots: usize, elem: usize, gfp: kernel::alloc::Flags) -> Result<Self> {
@@ -111,23 +155,12 @@ impl RcState {
             rnr_until: None,
             timer: None,
             timer_at: None,
-            epsn: 0,
-            msn: 0,
-            nak_sent: false,
-            msg: None,
-            held: None,
-            spare: KVec::new(),
-            offset: 0,
-            write: None,
-            res: KVec::new(),
-            res_next: 0,
-            replies: Fifo::new(reply_slots(1, gfp)?),
         })
     }
 
     /// Forgets everything the requester had taken (the ring was flushed or
     /// the QP reset).
-    fn reset_requester(&mut self) {
+    fn forget(&mut self) {
         self.win.reset();
         self.backoff = Backoff::default();
         self.gate = GateBound::default();
@@ -136,44 +169,20 @@ impl RcState {
     }
 
     /// Takes the timer's handle out; dropping it stops the timer (under the
-    /// `rc` lock and outside spinlocks: see `timer::arm`).
+    /// `req` lock and outside spinlocks: see `timer::arm`).
     pub fn take_timer(&mut self) -> Option<ArcHrTimerHandle<QpShared>> {
         self.timer_at = None;
         self.timer.take()
     }
 
-    /// The QP's destruction: drops the message in progress and returns the
-    /// receive WQE it held (to be freed outside spinlocks). The replies
-    /// stay: the context that queued them sends what the QP owes for the
-    /// requests it completed (see `replies::pump`).
-    pub fn release(&mut self) -> Option<(KVec<u8>, u32)> {
-        self.msg = None;
-        self.write = None;
-        self.held.take()
-    }
-
     /// The QP moved to RESET: as rxe, what it had in flight is dropped
     /// without a completion (its send ring was emptied). The requester
-    /// forgets its WQEs, PSN, timers and backoff; the responder its
-    /// expected PSN, message in progress, held receive WQE and read and
-    /// atomic resources. Returns what it took out, to be dropped outside
-    /// spinlocks.
-    pub fn reset(&mut self) -> ResetOut {
-        self.reset_requester();
+    /// forgets its WQEs, PSN, timers and backoff. Returns the timer's
+    /// handle, to be dropped outside spinlocks.
+    fn reset(&mut self) -> Option<ArcHrTimerHandle<QpShared>> {
+        self.forget();
         self.win.psn = 0;
-        self.epsn = 0;
-        self.msn = 0;
-        self.nak_sent = false;
-        self.offset = 0;
-        for r in self.res.iter_mut() {
-            *r = None;
-        }
-        self.res_next = 0;
-        self.replies.clear();
-        ResetOut {
-            _held: self.release(),
-            _timer: self.take_timer(),
-        }
+        self.take_timer()
     }
 
     /// The shadow copy of the WQE in slot `i`.
@@ -196,6 +205,68 @@ impl RcState {
         rewound
     }
 
+    /// Sets the requester's next PSN (`modify_qp` with SQ_PSN).
+    pub fn set_sq_psn(&mut self, psn: u32) {
+        self.win.psn = psn & 0x00ff_ffff;
+    }
+
+    /// Takes the retry counters (`modify_qp` with RETRY_CNT/RNR_RETRY).
+    pub fn set_retries(&mut self, retry: u8, rnr: u8) {
+        self.win.retry_left = retry;
+        self.win.rnr_left = rnr;
+    }
+
+    /// The QP entered ERR: the requester forgets its WQEs (the ring's
+    /// flush completes them).
+    pub fn on_error(&mut self) {
+        self.forget();
+    }
+}
+
+impl RespState {
+    /// A responder's state, allocated with `gfp`.
+    pub fn new(gfp: kernel::alloc::Flags) -> Result<Self> {
+        Ok(Self {
+            epsn: 0,
+            msn: 0,
+            nak_sent: false,
+            msg: None,
+            held: None,
+            spare: KVec::new(),
+            offset: 0,
+            write: None,
+            res: KVec::new(),
+            res_next: 0,
+            replies: Fifo::new(reply_slots(1, gfp)?),
+        })
+    }
+
+    /// The QP's destruction: drops the message in progress and returns the
+    /// receive WQE it held (to be freed outside spinlocks). The replies
+    /// stay: the context that queued them sends what the QP owes for the
+    /// requests it completed (see `replies::pump`).
+    pub fn release(&mut self) -> Option<(KVec<u8>, u32)> {
+        self.msg = None;
+        self.write = None;
+        self.held.take()
+    }
+
+    /// The QP moved to RESET: the responder forgets its expected PSN,
+    /// message in progress, held receive WQE and read and atomic
+    /// resources. Returns the held WQE, to be freed outside spinlocks.
+    fn reset(&mut self) -> Option<(KVec<u8>, u32)> {
+        self.epsn = 0;
+        self.msn = 0;
+        self.nak_sent = false;
+        self.offset = 0;
+        for r in self.res.iter_mut() {
+            *r = None;
+        }
+        self.res_next = 0;
+        self.replies.clear();
+        self.release()
+    }
+
     /// Sets the responder's expectations (`modify_qp` with RQ_PSN).
     pub fn set_rq_psn(&mut self, psn: u32) {
         self.epsn = psn & 0x00ff_ffff;
@@ -203,11 +274,6 @@ impl RcState {
         self.msg = None;
         self.offset = 0;
         self.write = None;
-    }
-
-    /// Sets the requester's next PSN (`modify_qp` with SQ_PSN).
-    pub fn set_sq_psn(&mut self, psn: u32) {
-        self.win.psn = psn & 0x00ff_ffff;
     }
 
     /// Sizes the responder resources (`max_dest_rd_atomic`).
@@ -223,15 +289,8 @@ impl RcState {
         Ok(())
     }
 
-    /// Takes the retry counters (`modify_qp` with RETRY_CNT/RNR_RETRY).
-    pub fn set_retries(&mut self, retry: u8, rnr: u8) {
-        self.win.retry_left = retry;
-        self.win.rnr_left = rnr;
-    }
-
     /// The QP entered ERR: the receive WQE held for a message in progress
-    /// is flushed and the requester forgets its WQEs (the ring's flush
-    /// completes them); the responder's replies stop but for what it owes.
+    /// is flushed; the responder's replies stop but for what it owes.
     pub fn on_error(&mut self, s: &QpShared) {
         if let Some((slot, _)) = self.held.take() {
             s.flush_held(&slot);
@@ -247,6 +306,14 @@ impl RcState {
         // (rdma_disconnect does, and rdma_client calls it so): the peer's
         // SEND would retry without its ACK. Read responses stop.
         self.replies.retain(|r| !matches!(r, Reply::Read(_)));
-        self.reset_requester();
+    }
+}
+
+/// A move to RESET, under both locks: both sides forget their state.
+/// Returns what they took out, to be dropped outside spinlocks.
+pub fn reset(req: &mut ReqState, resp: &mut RespState) -> ResetOut {
+    ResetOut {
+        _held: resp.reset(),
+        _timer: req.reset(),
     }
 }

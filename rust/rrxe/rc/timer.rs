@@ -4,7 +4,7 @@
 //! RNR wait, both served by the QP's one hrtimer, which wakes the send
 //! task.
 
-use super::{complete_ready, RcState};
+use super::{complete_ready, ReqState};
 use crate::ib::{
     clock::{self, Mono},
     device::Device,
@@ -30,9 +30,9 @@ use kernel::{
 ///
 /// Every handle stands for the QP's one timer, and dropping a handle
 /// cancels the timer, whichever start it came from: an old handle is
-/// dropped here, before the new start, under the `rc` lock. The caller
+/// dropped here, before the new start, under the `req` lock. The caller
 /// holds no spinlock (the cancel may wait for a running callback).
-pub(super) fn arm(s: &Arc<QpShared>, rc: &mut RcState) {
+pub(super) fn arm(s: &Arc<QpShared>, rc: &mut ReqState) {
     // A QP being destroyed takes its timer out under this lock after
     // marking itself dead: never start it again.
     if s.is_dead() {
@@ -67,12 +67,12 @@ fn from_now(d: Delta) -> Mono {
 
 /// Restarts the retransmit deadline from now (after a packet sent, or an
 /// acknowledgement that made progress).
-pub(super) fn restart(rc: &mut RcState, a: &QpAttrs) {
+pub(super) fn restart(rc: &mut ReqState, a: &QpAttrs) {
     rc.deadline = ack_timeout(a, &rc.backoff).map(from_now);
 }
 
 /// Starts an RNR wait of `us` microseconds.
-pub(super) fn rnr_wait(rc: &mut RcState, us: u32) {
+pub(super) fn rnr_wait(rc: &mut ReqState, us: u32) {
     rc.rnr_until = Some(from_now(Delta::from_micros(i64::from(us))));
 }
 
@@ -81,7 +81,7 @@ pub(super) fn rnr_wait(rc: &mut RcState, us: u32) {
 /// `retry_cnt` retries are spent.
 pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
     let d = dev.data();
-    let mut rc = s.rc.lock();
+    let mut rc = s.rc.req.lock();
     // Nothing can be due before the timer fires: it is started for the
     // earliest deadline or earlier (see `arm`).
     if !s.take_timer_fired() {
