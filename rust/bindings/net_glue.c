@@ -11,7 +11,8 @@
  *
  * Packets arrive in softirq: the encap callback resolves the RXE-driver
  * device of the ingress netdev (taking a reference), queues the skb on
- * that device's receive queue and kicks the queue's worker (unless a
+ * one of the two lanes of that device's receive queue (RC responses, and
+ * the rest: see struct rrxe_rxq) and kicks the lane's worker (unless a
  * context drains the queue already: see rrxe_rxq_kick), which hands
  * each packet to the Rust receive path in process context. Each device has
  * its own queue and worker (struct rrxe_rxq, made and freed by the Rust
@@ -111,23 +112,45 @@ static LIST_HEAD(rrxe_socks_list);
 static DEFINE_MUTEX(rrxe_socks_lock);
 static u64 rrxe_next_ticket = 1;
 
-/* A device's received packets, each holding a reference on the device. */
-struct rrxe_rxq {
+/*
+ * A device's received packets, each holding a reference on the device, in
+ * two lanes: RC responses (ACKs, read responses, atomic ACKs), which go to
+ * the QPs' completers, and everything else. Each lane keeps its packets'
+ * order and is drained by one context at a time, but the two are drained
+ * apart: a QP's completer and its responder have locks of their own, and
+ * in a ping-pong the ACK of one side's request and the other side's next
+ * request reach the same device at once. In one queue the request waited
+ * behind the ACK in the context draining it, which went on to send the
+ * request's ACK and to complete it at the other side before its own
+ * process could see the request's data. Nothing orders a QP's requests
+ * against the responses it receives.
+ */
+#define RRXE_LANES 2
+#define RRXE_LANE_RESP 1
+
+struct rrxe_lane {
 	struct sk_buff_head q;
-	struct kthread_worker *worker;
 	struct kthread_work work;
-	struct ib_device *ibdev;
-	atomic_t bytes;
-	/* 1 while a context drains the queue: its worker, or a sender
+	/* 1 while a context drains the lane: the worker, or a sender
 	 * receiving in place (one at a time, in order). */
 	atomic_t busy;
 	/* Its work for each CPU's spread worker (see rrxe_rx_spread). */
 	struct rrxe_rxq_cpu_work __percpu *cpu_work;
+	struct rrxe_rxq *rxq;
+};
+
+struct rrxe_rxq {
+	struct rrxe_lane lane[RRXE_LANES];
+	/* Runs both lanes' work. */
+	struct kthread_worker *worker;
+	struct ib_device *ibdev;
+	/* The truesize queued in both lanes. */
+	atomic_t bytes;
 };
 
 struct rrxe_rxq_cpu_work {
 	struct kthread_work work;
-	struct rrxe_rxq *rq;
+	struct rrxe_lane *rq;
 };
 
 /*
@@ -166,7 +189,7 @@ static DEFINE_PER_CPU(struct kthread_worker *, rrxe_spread);
 struct rrxe_inline {
 	struct task_struct *owner;
 	unsigned int n;
-	struct rrxe_rxq *rq[RRXE_INLINE_QUEUES];
+	struct rrxe_lane *rq[RRXE_INLINE_QUEUES];
 };
 
 static DEFINE_PER_CPU(struct rrxe_inline, rrxe_inline);
@@ -188,7 +211,7 @@ struct workqueue_struct *rrxe_workqueue(void) { return rrxe_wq; }
 
 void rrxe_flush_workqueue(void) { flush_workqueue(rrxe_wq); }
 
-static bool rrxe_rx_defer(struct rrxe_rxq *rq);
+static bool rrxe_rx_defer(struct rrxe_lane *rq);
 
 /*
  * Wakes @rq's worker for a packet just queued, unless a context drains @rq
@@ -199,13 +222,26 @@ static bool rrxe_rx_defer(struct rrxe_rxq *rq);
  * ping-pong, each side's packets reach a queue the other side's doorbell
  * is draining.
  */
-static void rrxe_rxq_kick(struct rrxe_rxq *rq)
+static void rrxe_rxq_kick(struct rrxe_lane *rq)
 {
 	/* Orders the queueing before the read of busy; pairs with the
 	 * barrier in rrxe_rxq_release. */
 	smp_mb();
 	if (!atomic_read(&rq->busy))
-		kthread_queue_work(rq->worker, &rq->work);
+		kthread_queue_work(rq->rxq->worker, &rq->work);
+}
+
+/* The lane of @skb, at its UDP header: RC responses go apart. */
+static unsigned int rrxe_lane_of(struct sk_buff *skb)
+{
+	u8 buf, *op;
+
+	op = skb_header_pointer(skb, skb_transport_offset(skb) + sizeof(struct udphdr),
+				1, &buf);
+	/* RC (transport 0), READ RESPONSE FIRST to ATOMIC ACKNOWLEDGE. */
+	if (op && *op >= 0x0d && *op <= 0x12)
+		return RRXE_LANE_RESP;
+	return 0;
 }
 
 /*
@@ -233,22 +269,24 @@ static void rrxe_rx_full(struct sock *sk, struct sk_buff *skb)
 static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct ib_device *ibdev = skb->dev ? ib_device_get_by_netdev(skb->dev, RDMA_DRIVER_RXE) : NULL;
-	struct rrxe_rxq *rq = ibdev ? rrxe_rxq_of(ibdev) : NULL;
+	struct rrxe_rxq *rxq = ibdev ? rrxe_rxq_of(ibdev) : NULL;
 	unsigned int size = skb->truesize;
+	struct rrxe_lane *rq;
 
-	if (!rq) {
+	if (!rxq) {
 		/* No RXE-driver device on the netdev: dropped, as rxe drops it. */
 		if (ibdev)
 			ib_device_put(ibdev);
 		kfree_skb(skb);
 		return 0;
 	}
-	if (atomic_add_return(size, &rq->bytes) > READ_ONCE(rrxe_rxq_kib) << 10) {
-		atomic_sub(size, &rq->bytes);
+	if (atomic_add_return(size, &rxq->bytes) > READ_ONCE(rrxe_rxq_kib) << 10) {
+		atomic_sub(size, &rxq->bytes);
 		ib_device_put(ibdev);
 		rrxe_rx_full(sk, skb);
 		return 0;
 	}
+	rq = &rxq->lane[rrxe_lane_of(skb)];
 	skb_queue_tail(&rq->q, skb);
 	if (!rrxe_rx_defer(rq))
 		rrxe_rxq_kick(rq);
@@ -260,7 +298,7 @@ static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
  * softirq interrupted receives in place (see struct rrxe_inline) and has
  * noted @rq, with a reference on its device, to drain it itself.
  */
-static bool rrxe_rx_defer(struct rrxe_rxq *rq)
+static bool rrxe_rx_defer(struct rrxe_lane *rq)
 {
 	struct rrxe_inline *in = this_cpu_ptr(&rrxe_inline);
 	unsigned int i;
@@ -274,25 +312,26 @@ static bool rrxe_rx_defer(struct rrxe_rxq *rq)
 	if (in->n == RRXE_INLINE_QUEUES || skb_queue_len(&rq->q) != 1 || atomic_read(&rq->busy))
 		return false;
 	/* The packet just queued holds a reference; this one outlives it. */
-	if (!ib_device_try_get(rq->ibdev))
+	if (!ib_device_try_get(rq->rxq->ibdev))
 		return false;
 	in->rq[in->n++] = rq;
 	return true;
 }
 
 /* Hands up to @budget packets of @rq to the driver; the caller has @rq busy. */
-static unsigned int rrxe_rxq_drain(struct rrxe_rxq *rq, unsigned int budget)
+static unsigned int rrxe_rxq_drain(struct rrxe_lane *rq, unsigned int budget)
 {
+	struct ib_device *ibdev = rq->rxq->ibdev;
 	struct sk_buff *skb;
 	unsigned int n = 0;
 
 	while (n < budget && (skb = skb_dequeue(&rq->q))) {
-		atomic_sub(skb->truesize, &rq->bytes);
+		atomic_sub(skb->truesize, &rq->rxq->bytes);
 		if (!skb_linearize(skb))
-			rrxe_rx_handler(rq->ibdev, skb);
+			rrxe_rx_handler(ibdev, skb);
 		/* The device may go once its last packet is put: after this,
 		 * only the queue (freed after this work is cancelled) is used. */
-		ib_device_put(rq->ibdev);
+		ib_device_put(ibdev);
 		consume_skb(skb);
 		if (++n % 64 == 0)
 			cond_resched();
@@ -304,7 +343,7 @@ static unsigned int rrxe_rxq_drain(struct rrxe_rxq *rq, unsigned int budget)
  * Lets @rq go after a drain; its worker takes over what is left (or came
  * in while a sender drained it and the worker found it busy).
  */
-static void rrxe_rxq_release(struct rrxe_rxq *rq)
+static void rrxe_rxq_release(struct rrxe_lane *rq)
 {
 	atomic_set(&rq->busy, 0);
 	/* A full barrier (atomic_set is a plain store, which a later load
@@ -312,11 +351,11 @@ static void rrxe_rxq_release(struct rrxe_rxq *rq)
 	 * while the queue was busy is seen here, or its sender saw it idle. */
 	smp_mb();
 	if (!skb_queue_empty_lockless(&rq->q))
-		kthread_queue_work(rq->worker, &rq->work);
+		kthread_queue_work(rq->rxq->worker, &rq->work);
 }
 
 /* A worker's run: a batch of @rq, unless another context drains it. */
-static void rrxe_rxq_run(struct rrxe_rxq *rq)
+static void rrxe_rxq_run(struct rrxe_lane *rq)
 {
 	/* A sender drains it in place; it wakes this work when it is done. */
 	if (atomic_xchg(&rq->busy, 1))
@@ -327,7 +366,7 @@ static void rrxe_rxq_run(struct rrxe_rxq *rq)
 
 static void rrxe_rxq_work_fn(struct kthread_work *work)
 {
-	rrxe_rxq_run(container_of(work, struct rrxe_rxq, work));
+	rrxe_rxq_run(container_of(work, struct rrxe_lane, work));
 }
 
 static void rrxe_rxq_cpu_work_fn(struct kthread_work *work)
@@ -339,7 +378,7 @@ static void rrxe_rxq_cpu_work_fn(struct kthread_work *work)
  * Queues @rq's work on the spread worker of the next online CPU after this
  * one; false when there is none (one CPU, or a CPU brought up after load).
  */
-static bool rrxe_rx_spread(struct rrxe_rxq *rq)
+static bool rrxe_rx_spread(struct rrxe_lane *rq)
 {
 	unsigned int cpu = cpumask_next_wrap(smp_processor_id(), cpu_online_mask);
 	struct kthread_worker *w;
@@ -387,7 +426,7 @@ void rrxe_rx_inline_end(void)
 {
 	struct rrxe_inline *in = this_cpu_ptr(&rrxe_inline);
 	unsigned int budget = RRXE_INLINE_BUDGET;
-	struct rrxe_rxq *rq;
+	struct rrxe_lane *rq;
 
 	for (;;) {
 		preempt_disable();
@@ -408,42 +447,57 @@ void rrxe_rx_inline_end(void)
 			budget -= rrxe_rxq_drain(rq, budget);
 			rrxe_rxq_release(rq);
 		} else {
-			kthread_queue_work(rq->worker, &rq->work);
+			kthread_queue_work(rq->rxq->worker, &rq->work);
 		}
-		ib_device_put(rq->ibdev);
+		ib_device_put(rq->rxq->ibdev);
 	}
 	migrate_enable();
+}
+
+/* Frees @rq's lanes' per-CPU works (none of them queued). */
+static void rrxe_rxq_free(struct rrxe_rxq *rq)
+{
+	unsigned int l;
+
+	for (l = 0; l < RRXE_LANES; l++)
+		free_percpu(rq->lane[l].cpu_work);
+	kfree(rq);
 }
 
 /* A receive queue for @ibdev, before it is registered. */
 struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
 {
 	struct rrxe_rxq *rq = kzalloc(sizeof(*rq), GFP_KERNEL);
-	unsigned int cpu;
+	unsigned int cpu, l;
 
 	if (!rq)
 		return NULL;
-	rq->cpu_work = alloc_percpu(struct rrxe_rxq_cpu_work);
-	if (!rq->cpu_work) {
-		kfree(rq);
-		return NULL;
-	}
-	for_each_possible_cpu(cpu) {
-		kthread_init_work(&per_cpu_ptr(rq->cpu_work, cpu)->work, rrxe_rxq_cpu_work_fn);
-		per_cpu_ptr(rq->cpu_work, cpu)->rq = rq;
+	for (l = 0; l < RRXE_LANES; l++) {
+		struct rrxe_lane *lane = &rq->lane[l];
+
+		lane->cpu_work = alloc_percpu(struct rrxe_rxq_cpu_work);
+		if (!lane->cpu_work) {
+			rrxe_rxq_free(rq);
+			return NULL;
+		}
+		for_each_possible_cpu(cpu) {
+			kthread_init_work(&per_cpu_ptr(lane->cpu_work, cpu)->work,
+					  rrxe_rxq_cpu_work_fn);
+			per_cpu_ptr(lane->cpu_work, cpu)->rq = lane;
+		}
+		skb_queue_head_init(&lane->q);
+		kthread_init_work(&lane->work, rrxe_rxq_work_fn);
+		atomic_set(&lane->busy, 0);
+		lane->rxq = rq;
 	}
 	rq->worker = kthread_run_worker(0, "rrxe-rx");
 	if (IS_ERR(rq->worker)) {
-		free_percpu(rq->cpu_work);
-		kfree(rq);
+		rrxe_rxq_free(rq);
 		return NULL;
 	}
 	sched_set_fifo_low(rq->worker->task);
-	skb_queue_head_init(&rq->q);
-	kthread_init_work(&rq->work, rrxe_rxq_work_fn);
 	rq->ibdev = ibdev;
 	atomic_set(&rq->bytes, 0);
-	atomic_set(&rq->busy, 0);
 	return rq;
 }
 
@@ -454,18 +508,21 @@ struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
 void rrxe_rxq_destroy(struct rrxe_rxq *rq)
 {
 	struct sk_buff *skb;
-	unsigned int cpu;
+	unsigned int cpu, l;
 
-	for_each_possible_cpu(cpu)
-		kthread_cancel_work_sync(&per_cpu_ptr(rq->cpu_work, cpu)->work);
-	kthread_cancel_work_sync(&rq->work);
-	kthread_destroy_worker(rq->worker);
-	while ((skb = skb_dequeue(&rq->q))) {
-		ib_device_put(rq->ibdev);
-		kfree_skb(skb);
+	for (l = 0; l < RRXE_LANES; l++) {
+		for_each_possible_cpu(cpu)
+			kthread_cancel_work_sync(&per_cpu_ptr(rq->lane[l].cpu_work, cpu)->work);
+		kthread_cancel_work_sync(&rq->lane[l].work);
 	}
-	free_percpu(rq->cpu_work);
-	kfree(rq);
+	kthread_destroy_worker(rq->worker);
+	for (l = 0; l < RRXE_LANES; l++) {
+		while ((skb = skb_dequeue(&rq->lane[l].q))) {
+			ib_device_put(rq->ibdev);
+			kfree_skb(skb);
+		}
+	}
+	rrxe_rxq_free(rq);
 }
 
 static struct sock *rrxe_open_sock(struct net *net, bool ipv6)
