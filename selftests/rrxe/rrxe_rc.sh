@@ -52,6 +52,8 @@ check "RC FLUSH needs the QP's flush rights and the MR's; one of no placement ty
 	t flush
 check "RESET drops without a completion a SEND RNR-looping (RTS), one failed halfway (ERR) and a receive held mid-SEND (RTS), RC and UC; reconnected with new PSNs only the new SEND (and a READ) completes" \
 	t reset
+check "RC: a QP holding a receive mid-SEND whose own SEND then fails locally enters ERR and flushes the held receive and the one in its ring" \
+	t err_held
 check "RC: a responder that destroys its QP the moment its receive completes still ACKs the SEND (100 times; the requester's SEND completes with SUCCESS)" \
 	t ack_destroy
 check "RC: a responder that moves its QP to ERR the moment its receive completes (as rdma_disconnect) still ACKs the SEND (100 times)" \

@@ -1716,6 +1716,67 @@ static int reset_halfway(bool uc)
 	return pair_free(&p);
 }
 
+/*
+ * A QP whose responder holds a receive mid-SEND (as in reset_halfway) and
+ * whose own requester then fails a SEND locally (a bad lkey): the QP
+ * enters ERR from its requester's side, and the held receive is flushed
+ * as well as the one still in the ring. The responder's part of that
+ * move is done apart from the requester's (rc::settle).
+ */
+static int mode_err_held(void)
+{
+	const char *what = "RC, a receive held mid-SEND, then the QP's own SEND fails locally";
+	struct ibv_sge s[2] = {
+		{ (uintptr_t)src, 65536, smr->lkey },
+		{ (uintptr_t)src + 65536, 4096, smr->lkey ^ 0x3c00 },
+	};
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = s, .num_sge = 2, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_sge bs = { (uintptr_t)src, 100, smr->lkey ^ 0x3c00 };
+	struct ibv_send_wr bwr = { .wr_id = 60, .sg_list = &bs, .num_sge = 1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED };
+	bool got50 = false, got52 = false;
+	struct pair p;
+	int ret, i;
+
+	pattern(src, BUF, 11);
+	fill_dst(11);
+	if (pair_new(&p, &def))
+		return 1;
+	if (post_recv1(p.b.qp, 50, dst, 131072) || post_recv1(p.b.qp, 52, dst + 200000, 4096))
+		return 1;
+	if ((ret = ibv_post_send(p.a.qp, &wr, &bad)))
+		FAIL("%s: post SEND: %s", what, strerror(ret));
+	if (expect(p.a.scq, "SEND whose second SGE has a bad lkey", 1, IBV_WC_LOC_PROT_ERR, -1, -1))
+		return 1;
+	if (quiet(p.b.rcq, "the responder holding its receive mid-SEND", 50))
+		return 1;
+	if (memcmp(dst, src, 65536))
+		FAIL("%s: the SEND's first 64 KiB did not land: no receive is held", what);
+	if ((ret = ibv_post_send(p.b.qp, &bwr, &bad)))
+		FAIL("%s: post the failing SEND: %s", what, strerror(ret));
+	if (expect(p.b.scq, "the responder QP's own SEND with a bad lkey", 60, IBV_WC_LOC_PROT_ERR, -1, -1))
+		return 1;
+	if (qp_state(p.b.qp) != IBV_QPS_ERR)
+		FAIL("%s: QP state %d after its SEND failed, not ERR", what, qp_state(p.b.qp));
+	/* Both receives flush, the held one and the one in the ring (in
+	 * either order). */
+	for (i = 0; i < 2; i++) {
+		struct ibv_wc wc;
+
+		if (poll_wc(p.b.rcq, &wc, WAIT_MS) != 1)
+			FAIL("%s: %d of the 2 receives flushed within %d ms", what, i, WAIT_MS);
+		if (wc.status != IBV_WC_WR_FLUSH_ERR || (wc.wr_id != 50 && wc.wr_id != 52) ||
+		    (wc.wr_id == 50 ? got50 : got52))
+			FAIL("%s: receive completion wr_id %llu status %s; expected 50 and 52 with WR_FLUSH_ERR",
+			     what, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+		*(wc.wr_id == 50 ? &got50 : &got52) = true;
+	}
+	if (quiet(p.b.rcq, "the receive CQ after both flushes", 50))
+		return 1;
+	return pair_free(&p);
+}
+
 /* Every case runs, on QPs of its own, whether an earlier one failed or not. */
 static int mode_reset(void)
 {
@@ -1860,13 +1921,13 @@ static const struct {
 	{ "rnr", mode_rnr },		{ "flush_err", mode_flush_err },   { "security", mode_security },
 	{ "mw", mode_mw },		{ "retry", mode_retry },	   { "atomic_align", mode_atomic_align },
 	{ "flush", mode_flush },	{ "reset", mode_reset },	   { "ack_destroy", mode_ack_destroy },
-	{ "ack_error", mode_ack_error },
+	{ "ack_error", mode_ack_error }, { "err_held", mode_err_held },
 };
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush|reset|ack_destroy|ack_error\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV send|write_read|atomic|rnr|retry|flush_err|security|mw|atomic_align|flush|reset|ack_destroy|ack_error|err_held\n", argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
