@@ -18,7 +18,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 36
+ktap_set_plan 37
 
 A=rrxtra B=rrxtrb
 work=$(mktemp -d)
