@@ -1672,44 +1672,53 @@ static int reset_outstanding(void)
 }
 
 /*
- * ERR -> RESET and RTS -> RESET with a message half received: a 68 KiB
- * SEND whose second SGE has a bad lkey fails after its first 64 KiB
- * (a packet, or 64) reached the responder, so the requester is in ERR and
- * the responder, still in RTS, holds the receive it was scattering into;
- * another receive waits behind it.
+ * A pair with a message half received: a 68 KiB SEND whose second SGE has
+ * a bad lkey fails after its first 64 KiB (a packet, or 64) reached the
+ * responder, so the requester is in ERR and the responder, still in RTS,
+ * holds the receive it was scattering into (wr_id 50); another receive
+ * (52) waits behind it.
  */
-static int reset_halfway(bool uc)
+static int hold_mid_send(struct pair *p, const struct popt *o, int seed, const char *what)
 {
-	const char *what = uc ? "UC, ERR and RTS (a receive held mid-SEND) -> RESET" :
-				"RC, ERR and RTS (a receive held mid-SEND) -> RESET";
-	struct popt o = def;
 	struct ibv_sge s[2] = {
 		{ (uintptr_t)src, 65536, smr->lkey },
 		{ (uintptr_t)src + 65536, 4096, smr->lkey ^ 0x3c00 },
 	};
 	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = s, .num_sge = 2, .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct pair p;
 	int ret;
 
-	o.uc = uc;
-	pattern(src, BUF, 10);
-	fill_dst(10);
-	if (pair_new(&p, &o))
+	pattern(src, BUF, seed);
+	fill_dst(seed);
+	if (pair_new(p, o))
 		return 1;
-	if (post_recv1(p.b.qp, 50, dst, 131072) || post_recv1(p.b.qp, 52, dst + 200000, 4096))
+	if (post_recv1(p->b.qp, 50, dst, 131072) || post_recv1(p->b.qp, 52, dst + 200000, 4096))
 		return 1;
-	if ((ret = ibv_post_send(p.a.qp, &wr, &bad)))
+	if ((ret = ibv_post_send(p->a.qp, &wr, &bad)))
 		FAIL("%s: post SEND: %s", what, strerror(ret));
-	if (expect(p.a.scq, "SEND whose second SGE has a bad lkey", 1, IBV_WC_LOC_PROT_ERR, -1, -1))
+	if (expect(p->a.scq, "SEND whose second SGE has a bad lkey", 1, IBV_WC_LOC_PROT_ERR, -1, -1))
 		return 1;
-	if (qp_state(p.a.qp) != IBV_QPS_ERR || qp_state(p.b.qp) != IBV_QPS_RTS)
-		FAIL("%s: QP states %d and %d after the failed SEND, not ERR and RTS", what, qp_state(p.a.qp),
-		     qp_state(p.b.qp));
-	if (quiet(p.b.rcq, "the responder holding its receive mid-SEND", 50))
+	if (qp_state(p->a.qp) != IBV_QPS_ERR || qp_state(p->b.qp) != IBV_QPS_RTS)
+		FAIL("%s: QP states %d and %d after the failed SEND, not ERR and RTS", what,
+		     qp_state(p->a.qp), qp_state(p->b.qp));
+	if (quiet(p->b.rcq, "the responder holding its receive mid-SEND", 50))
 		return 1;
 	if (memcmp(dst, src, 65536))
 		FAIL("%s: the SEND's first 64 KiB did not land: no receive is held", what);
+	return 0;
+}
+
+/* ERR -> RESET and RTS -> RESET with a message half received. */
+static int reset_halfway(bool uc)
+{
+	const char *what = uc ? "UC, ERR and RTS (a receive held mid-SEND) -> RESET" :
+				"RC, ERR and RTS (a receive held mid-SEND) -> RESET";
+	struct popt o = def;
+	struct pair p;
+
+	o.uc = uc;
+	if (hold_mid_send(&p, &o, 10, what))
+		return 1;
 	memcpy(saved, src, 65536);
 	if (to_reset(p.a.qp) || to_reset(p.b.qp) || after_reset(&p, &o, what))
 		return 1;
@@ -1726,33 +1735,15 @@ static int reset_halfway(bool uc)
 static int mode_err_held(void)
 {
 	const char *what = "RC, a receive held mid-SEND, then the QP's own SEND fails locally";
-	struct ibv_sge s[2] = {
-		{ (uintptr_t)src, 65536, smr->lkey },
-		{ (uintptr_t)src + 65536, 4096, smr->lkey ^ 0x3c00 },
-	};
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = s, .num_sge = 2, .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_sge bs = { (uintptr_t)src, 100, smr->lkey ^ 0x3c00 };
 	struct ibv_send_wr bwr = { .wr_id = 60, .sg_list = &bs, .num_sge = 1, .opcode = IBV_WR_SEND,
-				   .send_flags = IBV_SEND_SIGNALED };
+				   .send_flags = IBV_SEND_SIGNALED }, *bad;
 	bool got50 = false, got52 = false;
 	struct pair p;
 	int ret, i;
 
-	pattern(src, BUF, 11);
-	fill_dst(11);
-	if (pair_new(&p, &def))
+	if (hold_mid_send(&p, &def, 11, what))
 		return 1;
-	if (post_recv1(p.b.qp, 50, dst, 131072) || post_recv1(p.b.qp, 52, dst + 200000, 4096))
-		return 1;
-	if ((ret = ibv_post_send(p.a.qp, &wr, &bad)))
-		FAIL("%s: post SEND: %s", what, strerror(ret));
-	if (expect(p.a.scq, "SEND whose second SGE has a bad lkey", 1, IBV_WC_LOC_PROT_ERR, -1, -1))
-		return 1;
-	if (quiet(p.b.rcq, "the responder holding its receive mid-SEND", 50))
-		return 1;
-	if (memcmp(dst, src, 65536))
-		FAIL("%s: the SEND's first 64 KiB did not land: no receive is held", what);
 	if ((ret = ibv_post_send(p.b.qp, &bwr, &bad)))
 		FAIL("%s: post the failing SEND: %s", what, strerror(ret));
 	if (expect(p.b.scq, "the responder QP's own SEND with a bad lkey", 60, IBV_WC_LOC_PROT_ERR, -1, -1))
