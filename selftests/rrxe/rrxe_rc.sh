@@ -40,7 +40,7 @@ check "RC WRITE of 64 KiB, WRITE with immediate, READ of 64 KiB + 1, 1 byte and 
 check "RC FETCH_AND_ADD and CMP_AND_SWP (swap and no swap); two QPs race 400 fetch_add(1): all values distinct" t atomic
 check "RC RNR: no receive and rnr_retry 0 gives RNR_RETRY_EXC_ERR; with rnr_retry 7 a receive posted 200 ms late takes the SEND" \
 	t rnr
-check "RC transport retries: a WRITE to a destroyed QP is retried 3 times on a backed-off timer, then RETRY_EXC_ERR; counters match" \
+check "RC transport retries: a WRITE to a destroyed QP is retried 3 times on a backed-off timer, none cut short, then RETRY_EXC_ERR; counters match (4 rounds)" \
 	t retry
 check "RC error: both QPs in ERR, later WQEs and the receives flushed with WR_FLUSH_ERR, target unchanged" t flush_err
 check "RC remote access violations (foreign PD, wrong key, past the MR, u64 wrap, access rights, misaligned atomic, invalidated and foreign windows) fail, target unchanged" \

@@ -889,13 +889,14 @@ static long long counter(const char *name)
 	return v;
 }
 
-static int mode_retry(void)
+/* One round of mode_retry; `*ms` is how long RETRY_EXC_ERR took. */
+static int retry_round(long *ms)
 {
 	/* 4.096 us * 2^12 = 16.8 ms; three retries, then RETRY_EXC_ERR. */
 	struct popt o = def;
 	struct pair p;
 	long long r0, x0, r1, x1;
-	long t0, ms;
+	long t0;
 	int ret;
 
 	o.timeout = 12;
@@ -916,22 +917,40 @@ static int mode_retry(void)
 	if (post_rdma(p.a.qp, IBV_WR_RDMA_WRITE, 1, src, 3000, smr->lkey, (uintptr_t)dst, dmr->rkey, 0) ||
 	    expect(p.a.scq, "WRITE to a QP that is gone, retry_cnt 3", 1, IBV_WC_RETRY_EXC_ERR, -1, -1))
 		return 1;
-	ms = now_ms() - t0;
+	*ms = now_ms() - t0;
 	r1 = counter("completer_retry_err");
 	x1 = counter("retry_exceeded_err");
 	if (r1 - r0 != 3 || x1 - x0 != 1)
 		FAIL("retry counters went up by %lld and %lld, not 3 and 1", r1 - r0, x1 - x0);
 	/*
 	 * The timer doubles with each expiry, up to four times: 1 + 2 + 4 + 4
-	 * timeouts of 16.8 ms pass before the error (a fixed timer: 67 ms).
+	 * timeouts of 16.78 ms, 184.5 ms, pass before the error (a fixed
+	 * timer: 67 ms). Nothing interrupts them, so none may be cut short;
+	 * the millisecond clock read twice loses less than 1 ms.
 	 */
-	if (ms < 180)
-		FAIL("RETRY_EXC_ERR after %ld ms, before the backed-off timers (184 ms) ran out", ms);
+	if (*ms < 184)
+		FAIL("RETRY_EXC_ERR after %ld ms, before the backed-off timers (184.5 ms) ran out", *ms);
 	if (qp_state(p.a.qp) != IBV_QPS_ERR)
 		FAIL("the requester is not in ERR after RETRY_EXC_ERR");
 	if (pair_free(&p))
 		return 1;
-	printf("retry ok: RETRY_EXC_ERR after %ld ms, 3 retries counted\n", ms);
+	return 0;
+}
+
+static int mode_retry(void)
+{
+	long ms[4];
+
+	/*
+	 * A timer cut short by a late tick (a deadline set from the coarse
+	 * clock when it lagged) shows in some rounds, not all: four rounds.
+	 */
+	for (int i = 0; i < 4; i++) {
+		if (retry_round(&ms[i]))
+			return 1;
+	}
+	printf("retry ok: RETRY_EXC_ERR after %ld, %ld, %ld and %ld ms, 3 retries counted each time\n",
+	       ms[0], ms[1], ms[2], ms[3]);
 	return 0;
 }
 
