@@ -24,9 +24,9 @@ use kernel::{
 /// Starts the timer for the earliest of the retransmit deadline and the
 /// end of an RNR wait, unless it already fires by then.
 ///
-/// Deadlines are set from the coarse clock (see [`restart`]); the timer
-/// is started for the exact time left, read only here and in [`tick`]
-/// once the timer has fired.
+/// Deadlines are set from the coarse clock while the timer runs, from the
+/// exact one otherwise (see [`from_now`]); the timer is started for the
+/// exact time left.
 ///
 /// Every handle stands for the QP's one timer, and dropping a handle
 /// cancels the timer, whichever start it came from: an old handle is
@@ -57,23 +57,32 @@ fn ack_timeout(a: &QpAttrs, b: &Backoff) -> Option<Delta> {
         .map(|us| Delta::from_micros(us as i64))
 }
 
-/// `d` from now, from the coarse clock (no clocksource read: this runs
-/// for every packet sent and every ACK), plus a tick for the coarse
-/// reading's lag: about `d`, as rxe's timers in jiffies are (a tick late
-/// reading makes it up to that much shorter).
-fn from_now(d: Delta) -> Mono {
-    Mono::coarse().after(d).after(clock::tick())
+/// `d` from now. While the QP's timer runs (a stream, or a ping-pong: every
+/// packet sent and every ACK restarts the deadline), from the coarse clock
+/// (no clocksource read) plus a tick for its lag: about `d`, as rxe's
+/// timers in jiffies are, and up to the lag beyond a tick shorter when the
+/// tick itself runs late. When no timer runs (the first packet after a
+/// quiet spell, or a retransmission after an expiry), from the exact clock:
+/// [`arm`] reads it to start the timer anyway, and a timeout that nothing
+/// interrupts is then never cut short by a late tick.
+fn from_now(rc: &ReqState, d: Delta) -> Mono {
+    let now = if rc.timer.is_some() {
+        Mono::coarse().after(clock::tick())
+    } else {
+        Mono::now()
+    };
+    now.after(d)
 }
 
 /// Restarts the retransmit deadline from now (after a packet sent, or an
 /// acknowledgement that made progress).
 pub(super) fn restart(rc: &mut ReqState, a: &QpAttrs) {
-    rc.deadline = ack_timeout(a, &rc.backoff).map(from_now);
+    rc.deadline = ack_timeout(a, &rc.backoff).map(|d| from_now(rc, d));
 }
 
 /// Starts an RNR wait of `us` microseconds.
 pub(super) fn rnr_wait(rc: &mut ReqState, us: u32) {
-    rc.rnr_until = Some(from_now(Delta::from_micros(i64::from(us))));
+    rc.rnr_until = Some(from_now(rc, Delta::from_micros(i64::from(us))));
 }
 
 /// The timers: the end of an RNR wait resumes sending; a passed deadline
