@@ -95,9 +95,11 @@ pub struct QpShared {
     #[pin]
     pub inner: SpinLockIrq<QpInner>,
     /// Serialises the processing of the send queue (doorbells may ring
-    /// on several CPUs at once); a move to RESET waits for it too.
+    /// on several CPUs at once); a move to RESET waits for it too. It holds
+    /// the buffer a WQE is copied into out of the ring (sized once, at the
+    /// first doorbell: no allocation per doorbell).
     #[pin]
-    pub send_lock: Mutex<()>,
+    pub send_lock: Mutex<KVec<u8>>,
     /// The UC responder's message state. Taken before `inner` when both
     /// are needed.
     #[pin]
@@ -514,7 +516,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 recv_cq: recv_cq.clone(),
                 srq: srq.clone(),
                 inner <- new_spinlock_irq!(inner, "rrxe::QpShared::inner"),
-                send_lock <- new_mutex!((), "rrxe::QpShared::send_lock"),
+                send_lock <- new_mutex!(KVec::new(), "rrxe::QpShared::send_lock"),
                 uc_rx <- new_mutex!(UcRx::default(), "rrxe::QpShared::uc_rx"),
                 rc <- RcLocks::new(rc_state.0, rc_state.1),
                 req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),

@@ -51,13 +51,12 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         return rc::run(dev, s);
     }
     // One doorbell at a time works through a QP's send queue.
-    let _serial = s.send_lock.lock();
+    let mut slot = s.send_lock.lock();
     if s.is_dead() {
         return Ok(());
     }
     let geo = s.inner.lock().sq.geometry();
-    let mut slot = KVec::new();
-    slot.resize(geo.elem_size(), 0u8, GFP_KERNEL)?;
+    size_slot(&mut slot, geo.elem_size())?;
     // At most one ring's worth per doorbell: every WQE posted before it is
     // within that many, and a process that keeps moving its producer index
     // cannot keep the kernel here. Later WQEs have their own doorbell.
@@ -87,6 +86,16 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             qpm::flush(s, &mut g);
             break;
         }
+    }
+    Ok(())
+}
+
+/// Makes `slot`, the buffer under a QP's `send_lock`, `n` bytes long (a
+/// WQE of its send queue): allocated at the first doorbell, then reused.
+pub(crate) fn size_slot(slot: &mut KVec<u8>, n: usize) -> Result {
+    if slot.len() != n {
+        slot.clear();
+        slot.resize(n, 0u8, GFP_KERNEL)?;
     }
     Ok(())
 }

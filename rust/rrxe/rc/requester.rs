@@ -25,7 +25,7 @@ use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     gso, mr, mw, net,
     qp::{QpInner, QpShared},
-    sq::take_send,
+    sq::{size_slot, take_send},
     tx::{self, Packet, Src},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -74,17 +74,14 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
 
 /// [`run`], up to the responder's part of a move to ERR.
 fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
-    let _serial = s.send_lock.lock();
+    let mut slot = s.send_lock.lock();
     if s.is_dead() {
         return Ok(());
     }
     tick(dev, s);
-    let mut slot = KVec::new();
     let mut buf = s.req_buf.lock();
-    {
-        let rc = s.rc.req.lock();
-        slot.resize(rc.elem, 0u8, GFP_KERNEL)?;
-    }
+    let elem = s.rc.req.lock().elem;
+    size_slot(&mut slot, elem)?;
     // At most one ring's worth of new WQEs per run, so that a process that
     // keeps moving its producer index cannot keep the kernel here; every
     // WQE posted before a doorbell is within that many.
