@@ -203,17 +203,29 @@ listening() {
 	esac
 }
 
+# pair_diag: what a failed pair leaves to look at: the QPs (state, PSNs)
+# and the kernel's last messages.
+pair_diag() {
+	echo "QPs:"
+	rdma res show qp 2>/dev/null | tail -n 20
+	echo "kernel log:"
+	dmesg | tail -n 20
+}
+
 # pair HOW SRV_NS CLI_NS SERVER... -- CLIENT...: starts SERVER in SRV_NS
 # (at most 120 s), waits up to 20 s for it to listen (HOW as in listening;
 # after that the client tries anyway), runs CLIENT in CLI_NS (at most 100 s).
-# Both must exit 0. Their output stays in $PAIR_DIR/server and $PAIR_DIR/client.
+# Both must exit 0. Their output stays in $PAIR_DIR/server and $PAIR_DIR/client,
+# written line by line, so that what one printed before it was killed
+# (at its timeout) is there too.
 pair() {
 	local how=$1 ns_s=$2 ns_c=$3; shift 3
 	local server=() ps=() pc=() pid rc i
 	while [ "$1" != -- ]; do server+=("$1"); shift; done
 	shift
-	[ -n "$ns_s" ] && ps=(ip netns exec "$ns_s")
-	[ -n "$ns_c" ] && pc=(ip netns exec "$ns_c")
+	ps=(stdbuf -oL -eL) pc=(stdbuf -oL -eL)
+	[ -n "$ns_s" ] && ps=(ip netns exec "$ns_s" "${ps[@]}")
+	[ -n "$ns_c" ] && pc=(ip netns exec "$ns_c" "${pc[@]}")
 	"${ps[@]}" timeout 120 "${server[@]}" >"$PAIR_DIR/server" 2>&1 </dev/null &
 	pid=$!
 	echo "$pid" >>"$PAIR_DIR/pids"
@@ -238,8 +250,9 @@ pair() {
 		"${pc[@]}" timeout 100 "$@" >"$PAIR_DIR/client" 2>&1 </dev/null || rc=$?
 	done
 	if [ "$rc" -ne 0 ]; then
-		echo "client failed: $*"
+		echo "client failed (exit $rc): $*"
 		tail -n 40 "$PAIR_DIR/client"
+		pair_diag
 		kill "$pid" 2>/dev/null
 		wait "$pid"
 		echo "server: ${server[*]}"
