@@ -20,7 +20,6 @@ use crate::ib::{
     qp::{QpInit, QpOps, QpType},
     udata::Udata,
 };
-use crate::logic::uc::RxSeq;
 use crate::logic::{
     cqe::{status, Wc},
     limits as l,
@@ -28,12 +27,15 @@ use crate::logic::{
     wqe,
 };
 use crate::rrxe::pd::{pd_id, PdId};
+use crate::logic::uc::RxSeq;
 use crate::rrxe::qp_modify;
+use crate::rrxe::uc::UcRx;
 use crate::rrxe::rc::{RcLocks, ReqState, RespState};
 use crate::rrxe::{
     cq::{self, CqShared},
     device::{Rrxe, RrxeDev},
     queue::{MmapInfo, Role, UserRing},
+    sq::SendBufs,
     srq::SrqShared,
 };
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -69,6 +71,8 @@ pub struct QpInner {
     pub sq: UserRing,
     /// The receive ring (none with an SRQ).
     pub rq: Option<UserRing>,
+    /// A UD QP's buffer for receive WQEs, lent to one delivery at a time.
+    pub ud_spare: KVec<u8>,
 }
 
 /// A QP as the device's QP table holds it (the receive path will find QPs
@@ -96,10 +100,9 @@ pub struct QpShared {
     pub inner: SpinLockIrq<QpInner>,
     /// Serialises the processing of the send queue (doorbells may ring
     /// on several CPUs at once); a move to RESET waits for it too. It holds
-    /// the buffer a WQE is copied into out of the ring (sized once, at the
-    /// first doorbell: no allocation per doorbell).
+    /// the buffers a doorbell works in (see [`SendBufs`]).
     #[pin]
-    pub send_lock: Mutex<KVec<u8>>,
+    pub send_lock: Mutex<SendBufs>,
     /// The UC responder's message state. Taken before `inner` when both
     /// are needed.
     #[pin]
@@ -257,20 +260,6 @@ impl QpShared {
     pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> Result {
         cq::post(&self.recv_cq, wc, solicited, &self.dead)
     }
-}
-
-/// The UC responder's state between packets.
-#[derive(Default)]
-pub struct UcRx {
-    /// PSN and message sequencing.
-    pub seq: RxSeq,
-    /// The receive WQE of the SEND in progress (or kept from an abandoned
-    /// one for the next), copied out of its ring.
-    pub held: Option<(KVec<u8>, u32)>,
-    /// Bytes of the message in progress taken so far.
-    pub offset: u64,
-    /// The RDMA WRITE in progress: address, rkey, length.
-    pub write: Option<(u64, u32, u64)>,
 }
 
 impl QpShared {
@@ -499,7 +488,12 @@ impl QpOps<Rrxe> for RrxeQp {
             QpType::Rc => Some(TxGate::new()?),
             _ => None,
         };
-        let mut inner = Some(QpInner { attrs, sq, rq });
+        let mut inner = Some(QpInner {
+            attrs,
+            sq,
+            rq,
+            ud_spare: KVec::new(),
+        });
         let make = |qpn: u32| {
             let inner = inner.take().ok_or(EINVAL)?;
             let rc_state = rc_state.take().ok_or(EINVAL)?;
@@ -516,7 +510,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 recv_cq: recv_cq.clone(),
                 srq: srq.clone(),
                 inner <- new_spinlock_irq!(inner, "rrxe::QpShared::inner"),
-                send_lock <- new_mutex!(KVec::new(), "rrxe::QpShared::send_lock"),
+                send_lock <- new_mutex!(SendBufs::default(), "rrxe::QpShared::send_lock"),
                 uc_rx <- new_mutex!(UcRx::default(), "rrxe::QpShared::uc_rx"),
                 rc <- RcLocks::new(rc_state.0, rc_state.1),
                 req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),

@@ -51,12 +51,13 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         return rc::run(dev, s);
     }
     // One doorbell at a time works through a QP's send queue.
-    let mut slot = s.send_lock.lock();
+    let mut bufs = s.send_lock.lock();
     if s.is_dead() {
         return Ok(());
     }
+    let SendBufs { wqe: slot, payload } = &mut *bufs;
     let geo = s.inner.lock().sq.geometry();
-    size_slot(&mut slot, geo.elem_size())?;
+    size_slot(slot, geo.elem_size())?;
     // At most one ring's worth per doorbell: every WQE posted before it is
     // within that many, and a process that keeps moving its producer index
     // cannot keep the kernel here. Later WQEs have their own doorbell.
@@ -64,15 +65,15 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         crate::ib::cond_resched();
         let (attrs, signaled) = {
             let mut g = s.inner.lock();
-            if g.attrs.state != QpState::Rts || !g.sq.pop(&mut slot) {
+            if g.attrs.state != QpState::Rts || !g.sq.pop(slot) {
                 break;
             }
             (g.attrs, s.sig_all)
         };
         let (wc, sig) = if ty != QpType::Uc {
-            ud::send_one(dev, s, &slot, attrs.qkey)
+            ud::send_one(dev, s, slot, payload, attrs.qkey)
         } else {
-            uc::send_one(dev, s, &slot, &attrs)
+            uc::send_one(dev, s, slot, &attrs)
         };
         dev.data().count_send_done(&wc);
         if sig || signaled || wc.status != status::SUCCESS {
@@ -90,8 +91,19 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     Ok(())
 }
 
-/// Makes `slot`, the buffer under a QP's `send_lock`, `n` bytes long (a
-/// WQE of its send queue): allocated at the first doorbell, then reused.
+/// What a doorbell works in, under a QP's `send_lock`: the WQE copied out
+/// of the ring, and (UD) a datagram's gathered payload. Both grow at first
+/// use and are reused: no allocation per doorbell or per datagram.
+#[derive(Default)]
+pub struct SendBufs {
+    /// The WQE.
+    pub wqe: KVec<u8>,
+    /// The payload of a UD datagram.
+    pub payload: KVec<u8>,
+}
+
+/// Makes `slot`, a buffer under a QP's `send_lock`, `n` bytes long:
+/// allocated at the first doorbell, then reused.
 pub(crate) fn size_slot(slot: &mut KVec<u8>, n: usize) -> Result {
     if slot.len() != n {
         slot.clear();

@@ -20,19 +20,35 @@ use crate::logic::{
     hdr::{Bth, Headers, Reth},
     mtu::mtu_bytes,
     qp::QpAttrs,
-    uc::{self as seq, Kind, Pos, Verdict},
+    uc::{self as seq, Kind, Pos, RxSeq, Verdict},
     wqe::{self, Opcode, Payload, SendWqe, Transport, WrDetail},
 };
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
     net::{self, RxPkt},
-    qp::{QpShared, UcRx},
+    qp::QpShared,
     sge::{scatter_at, Gather},
     sq::take_send,
     tx,
 };
 use kernel::prelude::*;
+
+/// The UC responder's state between packets.
+#[derive(Default)]
+pub struct UcRx {
+    /// PSN and message sequencing.
+    pub seq: RxSeq,
+    /// The receive WQE of the SEND in progress (or kept from an abandoned
+    /// one for the next), copied out of its ring.
+    pub held: Option<(KVec<u8>, u32)>,
+    /// The buffer of the last receive WQE completed, for the next.
+    pub spare: KVec<u8>,
+    /// Bytes of the message in progress taken so far.
+    pub offset: u64,
+    /// The RDMA WRITE in progress: address, rkey, length.
+    pub write: Option<(u64, u32, u64)>,
+}
 
 /// One UC packet, from the wire or from a local requester.
 pub struct UcPkt<'a> {
@@ -286,6 +302,7 @@ fn complete_held(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicite
         wc.port_num = 1;
         d.count_recv_done(&wc);
         let _ = qp.recv_wc(&wc, solicited);
+        rx.spare = slot;
     }
 }
 
@@ -294,13 +311,16 @@ fn hold_recv(qp: &QpShared, rx: &mut UcRx) -> bool {
     if rx.held.is_some() {
         return true;
     }
-    let mut slot = KVec::new();
+    let mut slot = core::mem::take(&mut rx.spare);
     match qp.pop_recv(&mut slot) {
         Some(max) => {
             rx.held = Some((slot, max));
             true
         }
-        None => false,
+        None => {
+            rx.spare = slot;
+            false
+        }
     }
 }
 

@@ -52,8 +52,16 @@ struct Datagram<'a> {
     payload: &'a [u8],
 }
 
-/// Sends one UD WQE; returns its completion and whether it asked for one.
-pub(crate) fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: u32) -> (Wc, bool) {
+/// Sends one UD WQE, its payload gathered into `buf` (the doorbell's,
+/// grown as needed and reused); returns its completion and whether it
+/// asked for one.
+pub(crate) fn send_one(
+    dev: &Device<Rrxe>,
+    s: &QpShared,
+    slot: &[u8],
+    buf: &mut KVec<u8>,
+    own_qkey: u32,
+) -> (Wc, bool) {
     let d = dev.data();
     let (w, mut wc) = match take_send(s, slot, Transport::Ud) {
         Ok(x) => x,
@@ -80,15 +88,12 @@ pub(crate) fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: 
         wc.status = status::LOC_LEN_ERR;
         return (wc, true);
     }
-    let mut buf = KVec::new();
-    if buf.resize(len as usize, 0u8, GFP_KERNEL).is_err() {
+    if buf.len() < len as usize && buf.resize(len as usize, 0u8, GFP_KERNEL).is_err() {
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     }
-    if Gather::new(slot, w.payload)
-        .read(d, s.pd, &mut buf)
-        .is_err()
-    {
+    let buf = &mut buf[..len as usize];
+    if Gather::new(slot, w.payload).read(d, s.pd, buf).is_err() {
         wc.status = status::LOC_PROT_ERR;
         return (wc, true);
     }
@@ -110,7 +115,7 @@ pub(crate) fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], own_qkey: 
         traffic_class: av.traffic_class,
         flow_label: av.flow_label,
         sl: 0,
-        payload: &buf,
+        payload: buf,
     };
     send_datagram(dev, &dg);
     (wc, signaled)
@@ -292,8 +297,8 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     if qp.ty == QpType::Gsi && dg.payload.len() > MGMT_MAD_SIZE as usize {
         return;
     }
-    {
-        let g = qp.inner.lock();
+    let mut slot = {
+        let mut g = qp.inner.lock();
         if !matches!(
             g.attrs.state,
             QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
@@ -301,9 +306,11 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         {
             return;
         }
-    }
-    let mut slot = KVec::new();
+        // The QP's buffer, unless another delivery has it (then a new one).
+        core::mem::take(&mut g.ud_spare)
+    };
     let Some(max_sge) = qp.pop_recv(&mut slot) else {
+        give_back(&qp, slot);
         return;
     };
     let mut wc = Wc {
@@ -343,4 +350,13 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     }
     d.count_recv_done(&wc);
     let _ = qp.recv_wc(&wc, dg.solicited);
+    give_back(&qp, slot);
+}
+
+/// Gives `slot` back to `qp` as its receive WQE buffer; of two deliveries
+/// that ran at once, the later one's is kept (the other is freed outside
+/// the lock).
+fn give_back(qp: &QpShared, slot: KVec<u8>) {
+    let other = core::mem::replace(&mut qp.inner.lock().ud_spare, slot);
+    drop(other);
 }

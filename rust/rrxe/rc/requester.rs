@@ -74,14 +74,15 @@ pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
 
 /// [`run`], up to the responder's part of a move to ERR.
 fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
-    let mut slot = s.send_lock.lock();
+    let mut bufs = s.send_lock.lock();
     if s.is_dead() {
         return Ok(());
     }
     tick(dev, s);
     let mut buf = s.req_buf.lock();
     let elem = s.rc.req.lock().elem;
-    size_slot(&mut slot, elem)?;
+    let slot = &mut bufs.wqe;
+    size_slot(slot, elem)?;
     // At most one ring's worth of new WQEs per run, so that a process that
     // keeps moving its producer index cannot keep the kernel here; every
     // WQE posted before a doorbell is within that many.
@@ -91,7 +92,7 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         let (step, a) = {
             let mut rc = s.rc.req.lock();
             let mut g = s.inner.lock();
-            let step = prepare(dev, s, &mut rc, &mut g, &mut slot, &mut budget);
+            let step = prepare(dev, s, &mut rc, &mut g, slot, &mut budget);
             (step, g.attrs)
         };
         match step {
@@ -103,12 +104,12 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             Step::Again => continue,
             Step::Local(i) => run_local(dev.data(), s, i),
             Step::Send(tx, i) => {
-                if let Err(e) = emit(dev, s, &a, &tx, &slot, &mut buf) {
+                if let Err(e) = emit(dev, s, &a, &tx, slot, &mut buf) {
                     fail(dev.data(), s, i, e);
                 }
             }
             Step::Burst(b, i) => {
-                if let Err(e) = burst(dev, s, &a, &b, &slot, &mut buf) {
+                if let Err(e) = burst(dev, s, &a, &b, slot, &mut buf) {
                     fail(dev.data(), s, i, e);
                 }
             }
