@@ -20,6 +20,7 @@ use crate::ib::{
     qp::{QpInit, QpOps, QpType},
     udata::Udata,
 };
+use crate::logic::uc::RxSeq;
 use crate::logic::{
     cqe::{status, Wc},
     limits as l,
@@ -27,10 +28,9 @@ use crate::logic::{
     wqe,
 };
 use crate::rrxe::pd::{pd_id, PdId};
-use crate::logic::uc::RxSeq;
 use crate::rrxe::qp_modify;
-use crate::rrxe::uc::UcRx;
 use crate::rrxe::rc::{RcLocks, ReqState, RespState};
+use crate::rrxe::uc::UcRx;
 use crate::rrxe::{
     cq::{self, CqShared},
     device::{Rrxe, RrxeDev},
