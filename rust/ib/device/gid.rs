@@ -16,10 +16,18 @@
 //! never misses a GID the table holds. A device with more GIDs than the
 //! copy holds asks the core's table from then on.
 //!
+//! Readers take no lock: the writers (the two callbacks, serialised by a
+//! lock of their own) publish the copy in atomic words under a sequence
+//! count, as the kernel's seqcount does, and a reader that overlapped a
+//! change reads again. A lock taken and released for every packet cost
+//! more than the scan itself (three times per RC request on its critical
+//! path: the sender twice, the receiver once).
+//!
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{Device, Driver};
 use crate::ib::bindings;
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
 
 /// How many GIDs the copy holds: a netdev's IPv4 address, its IPv6
@@ -40,11 +48,39 @@ struct Gids {
     overflow: bool,
 }
 
+/// How many times a reader reads again after overlapping a change before
+/// it takes the writers' lock instead.
+const READ_TRIES: usize = 4;
+
+/// An entry as words: the port, then the GID's two halves (native order).
+fn words(port: u32, gid: &[u8; 16]) -> [u64; 3] {
+    let mut hi = [0u8; 8];
+    let mut lo = [0u8; 8];
+    hi.copy_from_slice(&gid[..8]);
+    lo.copy_from_slice(&gid[8..]);
+    [u64::from(port), u64::from_ne_bytes(hi), u64::from_ne_bytes(lo)]
+}
+
 /// A device's own RoCEv2 GIDs.
+///
+/// # Invariants
+///
+/// `seq` is odd only while a writer, holding `gids`, changes the published
+/// copy (`len`, `overflow`, `words`); when it is even, the published copy
+/// is the one in `gids`.
 #[pin_data]
 pub(crate) struct GidCache {
+    /// The writers' copy; its lock serialises the writers.
     #[pin]
     gids: SpinLockIrq<Gids>,
+    /// Counts the changes to the published copy, twice each.
+    seq: AtomicU32,
+    /// Published: entries in use.
+    len: AtomicUsize,
+    /// Published: the copy overflowed.
+    overflow: AtomicBool,
+    /// Published: each entry as [`words`].
+    words: [[AtomicU64; 3]; CAPACITY],
 }
 
 impl GidCache {
@@ -59,12 +95,31 @@ impl GidCache {
                 },
                 "ib::GidCache::gids"
             ),
+            seq: AtomicU32::new(0),
+            len: AtomicUsize::new(0),
+            overflow: AtomicBool::new(false),
+            words: [const { [const { AtomicU64::new(0) }; 3] }; CAPACITY],
         })
     }
 
-    /// Whether `gid` is one of port `port`'s GIDs; `None` when the copy
-    /// cannot tell (it overflowed) and the core's table must.
-    pub(crate) fn contains(&self, port: u32, gid: &[u8; 16]) -> Option<bool> {
+    /// Publishes the writers' copy `g` (its lock held) for the readers.
+    fn publish(&self, g: &Gids) {
+        let s = self.seq.load(Ordering::Relaxed);
+        // INVARIANT: Odd while the published copy changes, under the lock.
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        for (w, (port, gid)) in self.words.iter().zip(&g.entries[..g.len]) {
+            for (a, v) in w.iter().zip(words(*port, gid)) {
+                a.store(v, Ordering::Relaxed);
+            }
+        }
+        self.len.store(g.len, Ordering::Relaxed);
+        self.overflow.store(g.overflow, Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// [`Self::contains`] under the writers' lock.
+    fn contains_locked(&self, port: u32, gid: &[u8; 16]) -> Option<bool> {
         let g = self.gids.lock();
         if g.overflow {
             return None;
@@ -74,6 +129,32 @@ impl GidCache {
                 .iter()
                 .any(|(p, x)| *p == port && x == gid),
         )
+    }
+
+    /// Whether `gid` is one of port `port`'s GIDs; `None` when the copy
+    /// cannot tell (it overflowed) and the core's table must.
+    /// Takes no lock unless a change overlaps the read again and again.
+    pub(crate) fn contains(&self, port: u32, gid: &[u8; 16]) -> Option<bool> {
+        let want = words(port, gid);
+        for _ in 0..READ_TRIES {
+            let s = self.seq.load(Ordering::Acquire);
+            if s & 1 == 0 {
+                let overflow = self.overflow.load(Ordering::Relaxed);
+                let n = self.len.load(Ordering::Relaxed).min(CAPACITY);
+                let found = self.words[..n].iter().any(|w| {
+                    w.iter()
+                        .zip(want)
+                        .all(|(a, v)| a.load(Ordering::Relaxed) == v)
+                });
+                // The reads above come before the second read of `seq`.
+                fence(Ordering::Acquire);
+                if self.seq.load(Ordering::Relaxed) == s {
+                    return (!overflow).then_some(found);
+                }
+            }
+            core::hint::spin_loop();
+        }
+        self.contains_locked(port, gid)
     }
 
     fn add(&self, port: u32, gid: &[u8; 16]) {
@@ -86,11 +167,12 @@ impl GidCache {
         }
         if g.len == CAPACITY {
             g.overflow = true;
-            return;
+        } else {
+            let n = g.len;
+            g.entries[n] = (port, *gid);
+            g.len = n + 1;
         }
-        let n = g.len;
-        g.entries[n] = (port, *gid);
-        g.len = n + 1;
+        self.publish(&g);
     }
 
     fn del(&self, port: u32, gid: &[u8; 16]) {
@@ -102,6 +184,7 @@ impl GidCache {
         {
             g.entries.swap(i, n - 1);
             g.len = n - 1;
+            self.publish(&g);
         }
     }
 }
