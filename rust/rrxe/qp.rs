@@ -214,8 +214,10 @@ impl QpShared {
     }
 
     /// Whether the RC timer fired since the last call (which clears it).
+    /// A plain read first: the exchange is an atomic read-modify-write,
+    /// which the common case (not fired) does without.
     pub fn take_timer_fired(&self) -> bool {
-        self.timer_fired.swap(false, Ordering::AcqRel)
+        self.timer_fired.load(Ordering::Acquire) && self.timer_fired.swap(false, Ordering::AcqRel)
     }
 
     /// Whether the QP is being destroyed.

@@ -63,6 +63,7 @@ pub use responder::responder;
 pub use state::{reset, RcLocks, ReqState, RespState};
 
 use crate::ib::device::Device;
+use state::Deadline;
 use crate::logic::{
     cqe::status,
     hdr::{self, Aeth, AtmEth, Headers, Reth},
@@ -242,7 +243,7 @@ fn complete_ready(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, g: &mut QpInner)
         }
     }
     if rc.win.oldest_outstanding(g.sq.consumer()).is_none() {
-        rc.deadline = None;
+        rc.deadline = Deadline::Off;
     }
 }
 

@@ -80,13 +80,15 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     }
     tick(dev, s);
     let mut buf = s.req_buf.lock();
-    let elem = s.rc.req.lock().elem;
-    let slot = &mut bufs.wqe;
-    size_slot(slot, elem)?;
     // At most one ring's worth of new WQEs per run, so that a process that
     // keeps moving its producer index cannot keep the kernel here; every
     // WQE posted before a doorbell is within that many.
-    let mut budget = s.rc.req.lock().win.mask + 1;
+    let (elem, mut budget) = {
+        let rc = s.rc.req.lock();
+        (rc.elem, rc.win.mask + 1)
+    };
+    let slot = &mut bufs.wqe;
+    size_slot(slot, elem)?;
     loop {
         crate::ib::cond_resched();
         let (step, a) = {

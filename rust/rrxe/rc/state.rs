@@ -18,7 +18,12 @@ use crate::logic::{
 };
 use crate::rrxe::qp::QpShared;
 use core::sync::atomic::{AtomicBool, Ordering};
-use kernel::{new_mutex, prelude::*, sync::Mutex, time::hrtimer::ArcHrTimerHandle};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::Mutex,
+    time::{hrtimer::ArcHrTimerHandle, Delta},
+};
 
 /// A responder resource: what a read or atomic did, to replay it.
 #[derive(Clone, Copy)]
@@ -81,6 +86,19 @@ pub struct ResetOut {
     _timer: Option<ArcHrTimerHandle<QpShared>>,
 }
 
+/// When the oldest outstanding packet is retransmitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Deadline {
+    /// Never: nothing is outstanding, or a retransmission is under way.
+    Off,
+    /// At this time.
+    At(Mono),
+    /// This long after the next start of the timer (`timer::arm`), which
+    /// reads the exact clock anyway: set while no timer runs, so that the
+    /// packet that sets it leaves without a clocksource read.
+    After(Delta),
+}
+
 /// An RC QP's requester (and completer) state, under its `req` lock.
 pub struct ReqState {
     /// The WQEs taken, one entry per ring slot.
@@ -93,7 +111,7 @@ pub struct ReqState {
     /// How much of its traffic the stack may hold (see `logic::gate`).
     pub(super) gate: GateBound,
     /// When the oldest outstanding packet is retransmitted.
-    pub(super) deadline: Option<Mono>,
+    pub(super) deadline: Deadline,
     /// The end of an RNR wait.
     pub(super) rnr_until: Option<Mono>,
     /// The timer, while started, and when it fires.
@@ -151,7 +169,7 @@ impl ReqState {
             elem,
             backoff: Backoff::default(),
             gate: GateBound::default(),
-            deadline: None,
+            deadline: Deadline::Off,
             rnr_until: None,
             timer: None,
             timer_at: None,
@@ -164,7 +182,7 @@ impl ReqState {
         self.win.reset();
         self.backoff = Backoff::default();
         self.gate = GateBound::default();
-        self.deadline = None;
+        self.deadline = Deadline::Off;
         self.rnr_until = None;
     }
 
@@ -200,7 +218,7 @@ impl ReqState {
     pub(super) fn retry(&mut self, cons: u32, k: u32, rnr: bool, limit: u8) -> bool {
         let rewound = self.win.retry(cons, k, rnr, limit);
         if rewound {
-            self.deadline = None;
+            self.deadline = Deadline::Off;
         }
         rewound
     }

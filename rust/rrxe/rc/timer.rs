@@ -4,7 +4,7 @@
 //! RNR wait, both served by the QP's one hrtimer, which wakes the send
 //! task.
 
-use super::{complete_ready, ReqState};
+use super::{complete_ready, state::Deadline, ReqState};
 use crate::ib::{
     clock::{self, Mono},
     device::Device,
@@ -25,8 +25,9 @@ use kernel::{
 /// end of an RNR wait, unless it already fires by then.
 ///
 /// Deadlines are set from the coarse clock while the timer runs, from the
-/// exact one otherwise (see [`from_now`]); the timer is started for the
-/// exact time left.
+/// exact one otherwise, which a deadline set while no timer ran
+/// ([`Deadline::After`]) is taken from here (see [`restart`]); the timer is
+/// started for the exact time left.
 ///
 /// Every handle stands for the QP's one timer, and dropping a handle
 /// cancels the timer, whichever start it came from: an old handle is
@@ -38,7 +39,18 @@ pub(super) fn arm(s: &Arc<QpShared>, rc: &mut ReqState) {
     if s.is_dead() {
         return;
     }
-    let want = match (rc.deadline, rc.rnr_until) {
+    // The exact clock, read once, and only when needed.
+    let mut now = None;
+    if let Deadline::After(d) = rc.deadline {
+        let t = Mono::now();
+        now = Some(t);
+        rc.deadline = Deadline::At(t.after(d));
+    }
+    let deadline = match rc.deadline {
+        Deadline::At(t) => Some(t),
+        Deadline::Off | Deadline::After(_) => None,
+    };
+    let want = match (deadline, rc.rnr_until) {
         (Some(a), Some(b)) => a.min(b),
         (Some(a), None) | (None, Some(a)) => a,
         (None, None) => return,
@@ -47,7 +59,8 @@ pub(super) fn arm(s: &Arc<QpShared>, rc: &mut ReqState) {
         return;
     }
     drop(rc.take_timer());
-    rc.timer = Some(s.clone().start(Mono::now().until(want)));
+    let now = now.unwrap_or_else(Mono::now);
+    rc.timer = Some(s.clone().start(now.until(want)));
     rc.timer_at = Some(want);
 }
 
@@ -62,9 +75,9 @@ fn ack_timeout(a: &QpAttrs, b: &Backoff) -> Option<Delta> {
 /// (no clocksource read) plus a tick for its lag: about `d`, as rxe's
 /// timers in jiffies are, and up to the lag beyond a tick shorter when the
 /// tick itself runs late. When no timer runs (the first packet after a
-/// quiet spell, or a retransmission after an expiry), from the exact clock:
-/// [`arm`] reads it to start the timer anyway, and a timeout that nothing
-/// interrupts is then never cut short by a late tick.
+/// quiet spell, or a retransmission after an expiry), from the exact clock,
+/// so that a timeout that nothing interrupts is never cut short by a late
+/// tick ([`restart`] leaves that read to [`arm`], which starts the timer).
 fn from_now(rc: &ReqState, d: Delta) -> Mono {
     let now = if rc.timer.is_some() {
         Mono::coarse().after(clock::tick())
@@ -75,9 +88,17 @@ fn from_now(rc: &ReqState, d: Delta) -> Mono {
 }
 
 /// Restarts the retransmit deadline from now (after a packet sent, or an
-/// acknowledgement that made progress).
+/// acknowledgement that made progress). While the timer runs, from the
+/// coarse clock (see [`from_now`]); otherwise from the timer's start in the
+/// [`arm`] that follows every restart, which reads the exact clock anyway:
+/// the first packet after a quiet spell (each request of a ping-pong) is
+/// not held up by a clocksource read, which under an emulator traps.
 pub(super) fn restart(rc: &mut ReqState, a: &QpAttrs) {
-    rc.deadline = ack_timeout(a, &rc.backoff).map(|d| from_now(rc, d));
+    rc.deadline = match ack_timeout(a, &rc.backoff) {
+        None => Deadline::Off,
+        Some(d) if rc.timer.is_some() => Deadline::At(from_now(rc, d)),
+        Some(d) => Deadline::After(d),
+    };
 }
 
 /// Starts an RNR wait of `us` microseconds.
@@ -89,13 +110,14 @@ pub(super) fn rnr_wait(rc: &mut ReqState, us: u32) {
 /// retransmits from the oldest unfinished WQE, or fails it once
 /// `retry_cnt` retries are spent.
 pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
-    let d = dev.data();
-    let mut rc = s.rc.req.lock();
     // Nothing can be due before the timer fires: it is started for the
-    // earliest deadline or earlier (see `arm`).
+    // earliest deadline or earlier (see `arm`). The flag is read before the
+    // lock, so that a doorbell finds nothing to do without taking it.
     if !s.take_timer_fired() {
         return;
     }
+    let d = dev.data();
+    let mut rc = s.rc.req.lock();
     // Its handle goes, under the lock (see `arm`); the caller's `arm`
     // starts the timer again for what is still ahead.
     drop(rc.take_timer());
@@ -104,12 +126,14 @@ pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
     if rc.rnr_until.is_some_and(|t| t <= now) {
         rc.rnr_until = None;
     }
-    if rc.deadline.is_none_or(|t| t > now) || g.attrs.state != QpState::Rts {
+    // A deadline set after the timer fired is not due (see `restart`).
+    let due = matches!(rc.deadline, Deadline::At(t) if t <= now);
+    if !due || g.attrs.state != QpState::Rts {
         return;
     }
     let cons = g.sq.consumer();
     let Some(k) = rc.win.oldest_outstanding(cons) else {
-        rc.deadline = None;
+        rc.deadline = Deadline::Off;
         return;
     };
     // Silence until the timer: the QP's packets or their ACK were lost.
@@ -122,7 +146,7 @@ pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
         d.count(Counter::CompRetry, 1);
     } else {
         d.count(Counter::RetryExceeded, 1);
-        rc.deadline = None;
+        rc.deadline = Deadline::Off;
         complete_ready(d, s, &mut rc, &mut g);
     }
 }
