@@ -165,7 +165,8 @@ struct rrxe_rxq_cpu_work {
  * noted here; rrxe_rx_inline_end then drains the noted queues in the
  * caller's context, its replies included (the ACK a drained WRITE sends
  * comes back the same way), up to RRXE_INLINE_BUDGET packets, and leaves
- * the rest to the workers. A busy queue (a stream) keeps its worker, and
+ * the rest to the workers. A sender that has sent all it has for now
+ * drains them earlier, with rrxe_rx_inline_flush, and goes on noting. A busy queue (a stream) keeps its worker, and
  * a noted queue holding more than RRXE_INLINE_MAX_QUEUED packets goes to
  * another CPU (see rrxe_rx_spread), so the sender and the receiver still
  * run on two CPUs. siw receives in the softirq, which is why its latency
@@ -418,26 +419,29 @@ bool rrxe_rx_inline_begin(void)
 }
 
 /*
- * Ends what rrxe_rx_inline_begin() began (when it returned true): drains
- * the queues noted since, and what draining them brings, up to
- * RRXE_INLINE_BUDGET packets; the rest goes to the queues' workers.
+ * Drains the queues @in noted, and what draining them brings, up to
+ * RRXE_INLINE_BUDGET packets; the rest goes to the queues' workers. With
+ * @end, the caller stops receiving in place: the slot is given up once
+ * the budget is spent (later packets wake their workers) or the noted
+ * queues are drained. Without it, the caller keeps the slot, and packets
+ * that come later are noted for its next drain.
  */
-void rrxe_rx_inline_end(void)
+static void rrxe_rx_inline_drain(struct rrxe_inline *in, bool end)
 {
-	struct rrxe_inline *in = this_cpu_ptr(&rrxe_inline);
 	unsigned int budget = RRXE_INLINE_BUDGET;
 	struct rrxe_lane *rq;
 
 	for (;;) {
 		preempt_disable();
 		if (!in->n) {
-			in->owner = NULL;
+			if (end)
+				in->owner = NULL;
 			preempt_enable();
 			break;
 		}
 		rq = in->rq[--in->n];
 		/* Out of budget: later packets wake their workers. */
-		if (!budget)
+		if (!budget && end)
 			in->owner = NULL;
 		preempt_enable();
 		if (budget && skb_queue_len(&rq->q) > RRXE_INLINE_MAX_QUEUED &&
@@ -451,7 +455,40 @@ void rrxe_rx_inline_end(void)
 		}
 		ib_device_put(rq->rxq->ibdev);
 	}
+}
+
+/*
+ * Ends what rrxe_rx_inline_begin() began (when it returned true): drains
+ * the queues noted since (see rrxe_rx_inline_drain).
+ */
+void rrxe_rx_inline_end(void)
+{
+	rrxe_rx_inline_drain(this_cpu_ptr(&rrxe_inline), true);
 	migrate_enable();
+}
+
+/*
+ * Drains now what the caller's receiving in place noted so far, and goes
+ * on receiving in place; nothing when the caller does not receive in
+ * place on this CPU (it never called rrxe_rx_inline_begin, or that
+ * returned false). For a sender that has just sent the last packet of its
+ * run: the packet's receiver need not wait for the sender to finish its
+ * own bookkeeping. Process context, holding no lock the receive path
+ * takes.
+ */
+void rrxe_rx_inline_flush(void)
+{
+	struct rrxe_inline *in;
+	bool mine;
+
+	might_sleep();
+	/* The owner is pinned to its CPU (begin); anyone else just looks. */
+	preempt_disable();
+	in = this_cpu_ptr(&rrxe_inline);
+	mine = in->owner == current;
+	preempt_enable();
+	if (mine)
+		rrxe_rx_inline_drain(in, false);
 }
 
 /* Frees @rq's lanes' per-CPU works (none of them queued). */

@@ -19,6 +19,7 @@ struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev);
 void rrxe_rxq_destroy(struct rrxe_rxq *rq);
 bool rrxe_rx_inline_begin(void);
 void rrxe_rx_inline_end(void);
+void rrxe_rx_inline_flush(void);
 void rrxe_net_fini(void);
 int rrxe_net_get(struct net *net, u64 *ticket);
 void rrxe_net_put(u64 ticket);

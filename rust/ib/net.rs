@@ -86,6 +86,20 @@ impl Drop for ReceiveInPlace {
     }
 }
 
+/// Receives now, in the caller's context, what its sends brought so far
+/// while a [`ReceiveInPlace`] of the caller is alive, which goes on; does
+/// nothing otherwise. For a sender that has handed the stack the last
+/// packet it will send for now: that packet's receiver runs before the
+/// sender's remaining bookkeeping instead of after it.
+///
+/// The caller is in process context and holds no lock that the driver's
+/// receive handler takes (the promise made to [`ReceiveInPlace::begin`]).
+pub fn receive_now() {
+    // SAFETY: Process context, holding no receive-path lock (the caller's
+    // promise); the C side checks that the caller owns this CPU's slot.
+    unsafe { bindings::rrxe_rx_inline_flush() };
+}
+
 /// The receive handler the C side calls from its work item, per packet.
 ///
 /// # Safety

@@ -36,8 +36,9 @@ enum Step {
     Idle,
     /// Something changed without sending; look again.
     Again,
-    /// Send this packet of the WQE in shadow slot `slot`.
-    Send(Packet, usize),
+    /// Send this packet of the WQE in shadow slot `slot`; with `true`, it
+    /// is the last packet of the last WQE posted so far.
+    Send(Packet, usize, bool),
     /// Send a burst of the WQE in shadow slot `slot` (see `gso`).
     Burst(Burst, usize),
     /// Run the local operation (bind, invalidate, registration) of the
@@ -105,9 +106,18 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             }
             Step::Again => continue,
             Step::Local(i) => run_local(dev.data(), s, i),
-            Step::Send(tx, i) => {
+            Step::Send(tx, i, fin) => {
                 if let Err(e) = emit(dev, s, &a, &tx, slot, &mut buf) {
                     fail(dev.data(), s, i, e);
+                }
+                // Nothing more to send for now: a doorbell receiving in
+                // place lets the packet's receiver (a WRITE's target
+                // memory, in a ping-pong the next thing anyone waits for)
+                // run now, not after this loop's last look, the timer and
+                // the completions. The receive path takes neither of the
+                // locks held here (`send_lock`, `req_buf`).
+                if fin {
+                    crate::ib::net::receive_now();
                 }
             }
             Step::Burst(b, i) => {
@@ -239,16 +249,17 @@ fn prepare(
         return Step::Again;
     };
     rc.win.sent(i, f, tx.hdrs.bth.psn, tx.len as u64, last);
+    let fin = last && rc.win.next >= g.sq.pending();
     // As rxe does, every packet sent restarts the retransmit timer: it
     // measures silence after the last packet, so a slow responder still
     // working through a burst is not taken for a lost one.
     restart(rc, &a);
     if last || !f.segmented() || f.seg as usize == LOCAL_SEG {
-        return Step::Send(tx, i);
+        return Step::Send(tx, i, fin);
     }
     // Bursts are IPv4 only.
     if !net::connected_out(&a, s.qpn).v4() {
-        return Step::Send(tx, i);
+        return Step::Send(tx, i, false);
     }
     // A burst counts in the gate as its packets: it keeps within the
     // gate's bound.
@@ -259,7 +270,7 @@ fn prepare(
     let max = (room as usize).min(gso::MAX_PKTS);
     let n = extend(rc, &a, cons, i, slot, &tx, max);
     if n == 1 {
-        return Step::Send(tx, i);
+        return Step::Send(tx, i, false);
     }
     Step::Burst(Burst { f, off, n }, i)
 }
