@@ -34,17 +34,37 @@ check "128 RC READs of 8 MiB: the responder killed mid-stream, 3 times" killed r
 no_peer_left() {
 	! pgrep -f rrxe_peer_exit_test
 }
+# The streamer's output is shown when it ends on its own (it failed, or
+# finished before its peer was seen: nothing was killed), or never starts
+# a peer.
 streamer_killed() {
-	local pid n=0
-	"$bin" rrxepx0 rc_write 0 >/dev/null 2>&1 &
+	local pid n=0 out st
+	out=$(mktemp)
+	"$bin" rrxepx0 rc_write 0 >"$out" 2>&1 &
 	pid=$!
 	until pgrep -P "$pid" >/dev/null; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			st=$?
+			echo "the streamer ended (status $st) before its peer was seen:"
+			sed 's/^/# /' "$out"
+			rm -f "$out"
+			return 1
+		fi
 		n=$((n + 1))
-		[ "$n" -lt 600 ] || { echo "the streamer started no peer"; return 1; }
+		if [ "$n" -ge 600 ]; then
+			echo "the streamer started no peer:"
+			sed 's/^/# /' "$out"
+			kill -KILL "$pid"
+			wait "$pid"
+			rm -f "$out"
+			return 1
+		fi
 		sleep 0.1
 	done
 	kill -KILL "$pid"
 	wait "$pid"
+	rm -f "$out"
 	wait_for 20 no_peer_left || { echo "a peer outlived its streamer"; return 1; }
 }
 check "the streamer killed before its peer: the peer goes too" streamer_killed
