@@ -58,7 +58,11 @@ fn words(port: u32, gid: &[u8; 16]) -> [u64; 3] {
     let mut lo = [0u8; 8];
     hi.copy_from_slice(&gid[..8]);
     lo.copy_from_slice(&gid[8..]);
-    [u64::from(port), u64::from_ne_bytes(hi), u64::from_ne_bytes(lo)]
+    [
+        u64::from(port),
+        u64::from_ne_bytes(hi),
+        u64::from_ne_bytes(lo),
+    ]
 }
 
 /// A device's own RoCEv2 GIDs.

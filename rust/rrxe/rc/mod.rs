@@ -63,7 +63,6 @@ pub use responder::responder;
 pub use state::{reset, RcLocks, ReqState, RespState};
 
 use crate::ib::device::Device;
-use state::Deadline;
 use crate::logic::{
     cqe::status,
     hdr::{self, Aeth, AtmEth, Headers, Reth},
@@ -78,6 +77,7 @@ use crate::rrxe::{
     tx::{self, Packet},
 };
 use kernel::prelude::*;
+use state::Deadline;
 
 /// The segment size between QPs of one device: packets that never reach a
 /// wire carry up to 64 KiB each (a lever DESIGN.md names: fewer, larger
