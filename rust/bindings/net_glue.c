@@ -166,11 +166,12 @@ struct rrxe_rxq_cpu_work {
  * caller's context, its replies included (the ACK a drained WRITE sends
  * comes back the same way), up to RRXE_INLINE_BUDGET packets, and leaves
  * the rest to the workers. A sender that has sent all it has for now
- * drains them earlier, with rrxe_rx_inline_flush, and goes on noting. A busy queue (a stream) keeps its worker, and
- * a noted queue holding more than RRXE_INLINE_MAX_QUEUED packets goes to
- * another CPU (see rrxe_rx_spread), so the sender and the receiver still
- * run on two CPUs. siw receives in the softirq, which is why its latency
- * over a veth was a fifth of rrxe's.
+ * drains them earlier, with rrxe_rx_inline_flush, and goes on noting.
+ * A busy queue (a stream) keeps its worker, and a noted queue holding
+ * more than RRXE_INLINE_MAX_QUEUED packets goes to another CPU (see
+ * rrxe_rx_spread), so the sender and the receiver still run on two CPUs.
+ * siw receives in the softirq, which is why its latency over a veth was a
+ * fifth of rrxe's.
  */
 #define RRXE_INLINE_QUEUES 4
 #define RRXE_INLINE_BUDGET 64
