@@ -12,7 +12,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 20
+ktap_set_plan 21
 
 A=rrxtwa B=rrxtwb
 cleanup_net
@@ -278,6 +278,47 @@ unloss_in_step() {
 	return $rc
 }
 check "unlossed_end takes the loss away before its client can print its last ping and disconnect" unloss_in_step
+# A doorbell that sends the last packet posted receives what has come
+# for it in place before it returns (its early drain). Over a lossy link,
+# what comes is often a sequence NAK for the very QP it sends on, which
+# rewinds the requester and runs it again: the doorbell must not hold
+# that QP's send lock then (it waited on itself for good, in state D).
+# Small WRITEs make the receiver answer in place; 3% loss each way makes
+# NAKs. The writer must finish in time and have had NAKs to take.
+lossy_small_writes() {
+	local log=/tmp/rrxe_lw.$$ gi srv c n0 n1 i rc=0
+	local a=(ib_write_bw -F -p 18613 -s 1024 -n 3000 -m 1024)
+	gi=$(gid_index rrxewb ffff:10.78.0)
+	n0=$(cat $hw/rrxewa/ports/1/hw_counters/rcvd_seq_err)
+	ip netns exec $A tc qdisc add dev rrxtva root netem loss 3% &&
+		ip netns exec $B tc qdisc add dev rrxtvb root netem loss 3% || return 1
+	perf_server_b 18613 $log.s timeout 100 "${a[@]}" -d rrxewb -x "$gi"
+	ip netns exec $A timeout 90 "${a[@]}" -d rrxewa -x "$gi" 10.78.0.2 >$log.c 2>&1 &
+	c=$!
+	for ((i = 0; i < 100; i++)); do
+		kill -0 $c 2>/dev/null || break
+		sleep 1
+	done
+	if kill -0 $c 2>/dev/null; then
+		echo "the writer did not finish in 100 s:"
+		for p in $(pgrep -x ib_write_bw); do
+			echo "pid $p state $(awk '{ print $3 }' /proc/$p/stat):"
+			cat /proc/$p/stack 2>/dev/null
+		done
+		rc=1
+	else
+		wait $c || rc=1
+	fi
+	ip netns exec $A tc qdisc del dev rrxtva root 2>/dev/null
+	ip netns exec $B tc qdisc del dev rrxtvb root 2>/dev/null
+	[ $rc = 0 ] && { wait "$srv" || rc=1; }
+	n1=$(cat $hw/rrxewa/ports/1/hw_counters/rcvd_seq_err)
+	echo "# 3000 WRITEs of 1 KiB at 3% loss: the writer took $((n1 - n0)) sequence NAKs"
+	[ $rc = 0 ] || cat $log.s $log.c
+	rm -f $log.s $log.c
+	[ $rc = 0 ] && [ $((n1 - n0)) -gt 0 ]
+}
+check "ib_write_bw, 1 KiB WRITEs across 3% loss each way: the writer takes sequence NAKs in place and finishes" lossy_small_writes
 # netem's slots hold A's packets back on A's end once ib_write_bw streams
 # 256 KiB WRITEs from A to B: 16 leave every 100 ms, slower than any
 # kernel here sends (netem orphans an skb, running its destructor, only
