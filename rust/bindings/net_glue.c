@@ -188,8 +188,15 @@ struct rrxe_rxq_cpu_work {
  */
 static DEFINE_PER_CPU(struct kthread_worker *, rrxe_spread);
 
+/*
+ * @draining: the owner is inside rrxe_rx_inline_drain. What a drain runs
+ * can send again (an ACK that opens a window runs that QP's requester),
+ * and a flush from there would drain inside the drain, one level deeper
+ * of the kernel stack per queue noted; it waits for the outer one.
+ */
 struct rrxe_inline {
 	struct task_struct *owner;
+	bool draining;
 	unsigned int n;
 	struct rrxe_lane *rq[RRXE_INLINE_QUEUES];
 };
@@ -432,18 +439,26 @@ static void rrxe_rx_inline_drain(struct rrxe_inline *in, bool end)
 	unsigned int budget = RRXE_INLINE_BUDGET;
 	struct rrxe_lane *rq;
 
+	preempt_disable();
+	in->draining = true;
+	preempt_enable();
 	for (;;) {
 		preempt_disable();
 		if (!in->n) {
-			if (end)
-				in->owner = NULL;
+			if (in->owner == current) {
+				in->draining = false;
+				if (end)
+					in->owner = NULL;
+			}
 			preempt_enable();
 			break;
 		}
 		rq = in->rq[--in->n];
 		/* Out of budget: later packets wake their workers. */
-		if (!budget && end)
+		if (!budget && end && in->owner == current) {
+			in->draining = false;
 			in->owner = NULL;
+		}
 		preempt_enable();
 		if (budget && skb_queue_len(&rq->q) > RRXE_INLINE_MAX_QUEUED &&
 		    rrxe_rx_spread(rq)) {
@@ -474,8 +489,9 @@ void rrxe_rx_inline_end(void)
  * place on this CPU (it never called rrxe_rx_inline_begin, or that
  * returned false). For a sender that has just sent the last packet of its
  * run: the packet's receiver need not wait for the sender to finish its
- * own bookkeeping. Process context, holding no lock the receive path
- * takes.
+ * own bookkeeping. Nothing either inside a drain (see struct
+ * rrxe_inline). Process context, holding no lock the receive path
+ * takes (the receive path runs requesters: no QP's send lock).
  */
 void rrxe_rx_inline_flush(void)
 {
@@ -486,7 +502,7 @@ void rrxe_rx_inline_flush(void)
 	/* The owner is pinned to its CPU (begin); anyone else just looks. */
 	preempt_disable();
 	in = this_cpu_ptr(&rrxe_inline);
-	mine = in->owner == current;
+	mine = in->owner == current && !in->draining;
 	preempt_enable();
 	if (mine)
 		rrxe_rx_inline_drain(in, false);

@@ -90,10 +90,13 @@ impl Drop for ReceiveInPlace {
 /// while a [`ReceiveInPlace`] of the caller is alive, which goes on; does
 /// nothing otherwise. For a sender that has handed the stack the last
 /// packet it will send for now: that packet's receiver runs before the
-/// sender's remaining bookkeeping instead of after it.
+/// sender's remaining bookkeeping instead of after it. Nothing either when
+/// called from inside such a receive (the driver's receive handler may
+/// send, and call this): the receive under way takes what comes.
 ///
 /// The caller is in process context and holds no lock that the driver's
-/// receive handler takes (the promise made to [`ReceiveInPlace::begin`]).
+/// receive handler takes, nor any it takes in what it runs (the promise
+/// made to [`ReceiveInPlace::begin`]).
 pub fn receive_now() {
     // SAFETY: Process context, holding no receive-path lock (the caller's
     // promise); the C side checks that the caller owns this CPU's slot.

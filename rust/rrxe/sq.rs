@@ -63,25 +63,18 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     // cannot keep the kernel here. Later WQEs have their own doorbell.
     for _ in 0..geo.slots() {
         crate::ib::cond_resched();
-        let (attrs, signaled, more) = {
+        let (attrs, signaled) = {
             let mut g = s.inner.lock();
             if g.attrs.state != QpState::Rts || !g.sq.pop(slot) {
                 break;
             }
-            (g.attrs, s.sig_all, g.sq.pending() > 0)
+            (g.attrs, s.sig_all)
         };
         let (wc, sig) = if ty != QpType::Uc {
             ud::send_one(dev, s, slot, payload, attrs.qkey)
         } else {
             uc::send_one(dev, s, slot, &attrs)
         };
-        // The last WQE posted so far: its datagram's receiver runs now, in
-        // a doorbell that receives in place, not after the completion and
-        // this loop's last look (the receive path takes none of the locks
-        // held here).
-        if !more {
-            crate::ib::net::receive_now();
-        }
         dev.data().count_send_done(&wc);
         if sig || signaled || wc.status != status::SUCCESS {
             let _ = s.send_wc(&wc);

@@ -90,6 +90,7 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     };
     let slot = &mut bufs.wqe;
     size_slot(slot, elem)?;
+    let mut receive = false;
     loop {
         crate::ib::cond_resched();
         let (step, a) = {
@@ -110,14 +111,10 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
                 if let Err(e) = emit(dev, s, &a, &tx, slot, &mut buf) {
                     fail(dev.data(), s, i, e);
                 }
-                // Nothing more to send for now: a doorbell receiving in
-                // place lets the packet's receiver (a WRITE's target
-                // memory, in a ping-pong the next thing anyone waits for)
-                // run now, not after this loop's last look, the timer and
-                // the completions. The receive path takes neither of the
-                // locks held here (`send_lock`, `req_buf`).
+                // Nothing more to send for now: see below.
                 if fin {
-                    crate::ib::net::receive_now();
+                    receive = true;
+                    break;
                 }
             }
             Step::Burst(b, i) => {
@@ -126,6 +123,18 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
                 }
             }
         }
+    }
+    // The last packet posted is out: a doorbell receiving in place lets
+    // its receiver (a WRITE's target memory, in a ping-pong the next thing
+    // anyone waits for) run now, before the timer and the completions. Not
+    // under this QP's locks: what comes back may be a NAK for this QP,
+    // and the receive path runs the requester it rewinds at once (which
+    // takes `send_lock`). The timer starts after, from what is left
+    // unacknowledged.
+    drop(buf);
+    drop(bufs);
+    if receive {
+        crate::ib::net::receive_now();
     }
     arm(s, &mut s.rc.req.lock());
     Ok(())
