@@ -286,7 +286,7 @@ check "unlossed_end takes the loss away before its client can print its last pin
 # Small WRITEs make the receiver answer in place; 3% loss each way makes
 # NAKs. The writer must finish in time and have had NAKs to take.
 lossy_small_writes() {
-	local log=/tmp/rrxe_lw.$$ gi srv c n0 n1 i rc=0
+	local log=/tmp/rrxe_lw.$$ gi srv c n0 n1 i p rc=0
 	local a=(ib_write_bw -F -p 18613 -s 1024 -n 3000 -m 1024)
 	gi=$(gid_index rrxewb ffff:10.78.0)
 	n0=$(cat $hw/rrxewa/ports/1/hw_counters/rcvd_seq_err)
@@ -302,8 +302,8 @@ lossy_small_writes() {
 	if kill -0 $c 2>/dev/null; then
 		echo "the writer did not finish in 100 s:"
 		for p in $(pgrep -x ib_write_bw); do
-			echo "pid $p state $(awk '{ print $3 }' /proc/$p/stat):"
-			cat /proc/$p/stack 2>/dev/null
+			echo "pid $p state $(awk '{ print $3 }' "/proc/$p/stat"):"
+			cat "/proc/$p/stack" 2>/dev/null
 		done
 		rc=1
 	else
