@@ -23,6 +23,15 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::time::{Instant, Monotonic};
 
+// Aligns the section of the slice-by-8 loop (`logic::icrc::Slice8`) to a
+// page: the module's text starts on one, and the loop then fits in the
+// first. The section's alignment is the largest asked for in it.
+core::arch::global_asm!(
+    ".pushsection .text.rrxe_crc,\"ax\",@progbits",
+    ".balign 4096",
+    ".popsection"
+);
+
 /// The ICRC's CRC-32 engine: the kernel's `crc32_le` (true) or the
 /// table-driven slice-by-8 of `logic::icrc` (false), whichever
 /// [`choose_icrc_engine`] timed faster at module load.
