@@ -212,6 +212,20 @@ pair_diag() {
 	dmesg | tail -n 20
 }
 
+# pair's server (pair's locals: ps, server, how, ns_s): started in the
+# background as $pid, waited for until it listens (at most 20 s).
+pair_start_server() {
+	local i
+	"${ps[@]}" timeout 120 "${server[@]}" >"$PAIR_DIR/server" 2>&1 </dev/null &
+	pid=$!
+	echo "$pid" >>"$PAIR_DIR/pids"
+	for ((i = 0; i < 200; i++)); do
+		listening "$how" "$ns_s" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+}
+
 # pair HOW SRV_NS CLI_NS SERVER... -- CLIENT...: starts SERVER in SRV_NS
 # (at most 120 s), waits up to 20 s for it to listen (HOW as in listening;
 # after that the client tries anyway), runs CLIENT in CLI_NS (at most 100 s).
@@ -226,26 +240,25 @@ pair() {
 	ps=(stdbuf -oL -eL) pc=(stdbuf -oL -eL)
 	[ -n "$ns_s" ] && ps=(ip netns exec "$ns_s" "${ps[@]}")
 	[ -n "$ns_c" ] && pc=(ip netns exec "$ns_c" "${pc[@]}")
-	"${ps[@]}" timeout 120 "${server[@]}" >"$PAIR_DIR/server" 2>&1 </dev/null &
-	pid=$!
-	echo "$pid" >>"$PAIR_DIR/pids"
-	for ((i = 0; i < 200; i++)); do
-		listening "$how" "$ns_s" && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	pair_start_server
 	rc=0
 	"${pc[@]}" timeout 100 "$@" >"$PAIR_DIR/client" 2>&1 </dev/null || rc=$?
 	# An rdma_cm ID shows LISTEN a moment before the IB CM listens for it
 	# on each device; a client that connects in that moment is rejected
 	# with reason 8 (invalid service ID). That is the harness's race, not
 	# the provider's: try again (up to 4 more times, a second apart) while
-	# the server still waits.
+	# the server still waits. The server starts afresh each time: perftest's
+	# client can go on connecting after the reject and then crash (a
+	# general protection fault in librdmacm), leaving the server holding
+	# that dead client's connection and ignoring the next.
 	for ((i = 0; i < 4; i++)); do
 		[ "$rc" -ne 0 ] && [[ $how == cm:* ]] && kill -0 "$pid" 2>/dev/null &&
 			grep -q "REJECTED; error: 8" "$PAIR_DIR/client" || break
-		echo "# rejected as no listener yet; the client tries again"
+		echo "# rejected as no listener yet; the client tries again, with a new server"
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
 		sleep 1
+		pair_start_server
 		rc=0
 		"${pc[@]}" timeout 100 "$@" >"$PAIR_DIR/client" 2>&1 </dev/null || rc=$?
 	done
