@@ -57,9 +57,11 @@ impl kernel::Module for RrxeModule {
                 return Err(e);
             }
         };
-        let (k, s8, kernel) = crate::rrxe::net::choose_icrc_engine();
-        let engine = if kernel { "crc32_le" } else { "slice-by-8" };
-        pr_info!("ICRC over 4 KiB: crc32_le {k} ns, slice-by-8 {s8} ns: using {engine}\n");
+        let ([k, s8, sp], engine) = crate::rrxe::net::choose_icrc_engine();
+        pr_info!(
+            "ICRC over 4 KiB: crc32_le {k} ns, slice-by-8 {s8} ns, sparse fold {sp} ns: using {}\n",
+            engine.name()
+        );
         pr_info!("loaded, link type {}\n", link_type.to_str().unwrap_or("?"));
         Ok(Self {
             link: Some(link),
