@@ -339,35 +339,49 @@ mod tests {
         check_value::<Sparse>();
     }
 
-    #[test]
-    fn slice8_matches_bytewise() {
-        let mut r = Rng(0x1c2c_0001);
-        let mut buf = [0u8; 300 + 8];
-        for len in 0..=300 {
-            for _ in 0..8 {
+    /// `B` against the bytewise reference: random data at any alignment
+    /// with any running CRC over `lens` (`reps` times each), then runs of
+    /// equal bytes, which sparse tables would get wrong, with the seeds
+    /// `seeds`, over the lengths up to `runs`.
+    fn matches_bytewise<B: Backend>(
+        seed: u64,
+        lens: impl Iterator<Item = usize>,
+        reps: usize,
+        runs: usize,
+        seeds: &[u32],
+    ) {
+        let mut r = Rng(seed);
+        let mut buf = vec![0u8; 9000 + 8];
+        for len in lens {
+            for _ in 0..reps {
                 r.fill(&mut buf);
-                // Any alignment, any running CRC.
                 let off = (r.next() % 8) as usize;
                 let seed = r.next() as u32;
                 let d = &buf[off..off + len];
                 assert_eq!(
-                    Slice8::crc32_le(seed, d),
+                    B::crc32_le(seed, d),
                     Bytewise::crc32_le(seed, d),
                     "len {len} offset {off} seed {seed:#x}"
                 );
             }
         }
-        // Runs of zeros and of ones, which sparse tables would get wrong.
-        for fill in [0u8, 0xff] {
-            let d = [fill; 300];
-            for len in 0..=d.len() {
-                assert_eq!(
-                    Slice8::crc32_le(!0, &d[..len]),
-                    Bytewise::crc32_le(!0, &d[..len]),
-                    "{fill:#x} x {len}"
-                );
+        for fill in [0u8, 0xff, 0x80, 0x01] {
+            let d = vec![fill; runs];
+            for len in 0..=runs {
+                for &seed in seeds {
+                    assert_eq!(
+                        B::crc32_le(seed, &d[..len]),
+                        Bytewise::crc32_le(seed, &d[..len]),
+                        "{fill:#x} x {len} seed {seed:#x}"
+                    );
+                }
             }
         }
+    }
+
+    #[test]
+    fn slice8_matches_bytewise() {
+        matches_bytewise::<Slice8>(0x1c2c_0001, 0..=300, 8, 300, &[!0]);
     }
 
     #[test]
@@ -390,34 +404,8 @@ mod tests {
 
     #[test]
     fn sparse_matches_bytewise() {
-        let mut r = Rng(0x1c2c_0004);
-        let mut buf = vec![0u8; 9000 + 8];
         let lens = (0..=700).chain([1024, 4095, 4096, 4097, 8192, 9000]);
-        for len in lens {
-            for _ in 0..4 {
-                r.fill(&mut buf);
-                let off = (r.next() % 8) as usize;
-                let seed = r.next() as u32;
-                let d = &buf[off..off + len];
-                assert_eq!(
-                    Sparse::crc32_le(seed, d),
-                    Bytewise::crc32_le(seed, d),
-                    "len {len} offset {off} seed {seed:#x}"
-                );
-            }
-        }
-        for fill in [0u8, 0xff, 0x80, 0x01] {
-            let d = vec![fill; 4200];
-            for len in (0..=700).chain([4096, 4200]) {
-                for seed in [0, !0, 1 << 31] {
-                    assert_eq!(
-                        Sparse::crc32_le(seed, &d[..len]),
-                        Bytewise::crc32_le(seed, &d[..len]),
-                        "{fill:#x} x {len} seed {seed:#x}"
-                    );
-                }
-            }
-        }
+        matches_bytewise::<Sparse>(0x1c2c_0004, lens, 4, 700, &[0, !0, 1 << 31]);
         // A single bit anywhere in a long message.
         let mut d = vec![0u8; 1000];
         for bit in 0..8 * d.len() {
