@@ -34,26 +34,28 @@ check "128 RC READs of 8 MiB: the responder killed mid-stream, 3 times" killed r
 no_peer_left() {
 	! pgrep -f rrxe_peer_exit_test
 }
-# The streamer's output is shown when it ends on its own (it failed, or
-# finished before its peer was seen: nothing was killed), or never starts
-# a peer.
+# The streamer ("hold") connects to its peer and then waits to be killed,
+# so the kill lands while the peer waits however slowly this script runs
+# (a stream's kernel threads can keep a shell off the CPU for a second
+# and more). Its output is shown when it ends on its own or never says
+# it holds.
 streamer_killed() {
-	local pid n=0 out st
+	local pid peer n=0 out st
 	out=$(mktemp)
-	"$bin" rrxepx0 rc_write 0 >"$out" 2>&1 &
+	"$bin" rrxepx0 rc_write hold >"$out" 2>&1 &
 	pid=$!
-	until pgrep -P "$pid" >/dev/null; do
+	until grep -q '^holding with peer' "$out"; do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			wait "$pid"
 			st=$?
-			echo "the streamer ended (status $st) before its peer was seen:"
+			echo "the streamer ended (status $st) before it held:"
 			sed 's/^/# /' "$out"
 			rm -f "$out"
 			return 1
 		fi
 		n=$((n + 1))
 		if [ "$n" -ge 600 ]; then
-			echo "the streamer started no peer:"
+			echo "the streamer did not hold within a minute:"
 			sed 's/^/# /' "$out"
 			kill -KILL "$pid"
 			wait "$pid"
@@ -62,9 +64,16 @@ streamer_killed() {
 		fi
 		sleep 0.1
 	done
+	peer=$(awk '/^holding with peer/ { print $4 }' "$out")
+	rm -f "$out"
+	if ! kill -0 "$peer" 2>/dev/null || [ "$(ps -o ppid= -p "$peer" | tr -d ' ')" != "$pid" ]; then
+		echo "the streamer's peer $peer is not its live child"
+		kill -KILL "$pid"
+		wait "$pid"
+		return 1
+	fi
 	kill -KILL "$pid"
 	wait "$pid"
-	rm -f "$out"
 	wait_for 20 no_peer_left || { echo "a peer outlived its streamer"; return 1; }
 }
 check "the streamer killed before its peer: the peer goes too" streamer_killed

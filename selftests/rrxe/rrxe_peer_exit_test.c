@@ -18,6 +18,10 @@
  * at a fraction of that time, and counts the rounds whose SIGKILL was sent
  * before the last completion arrived; at least one must be. Exits non-zero,
  * saying why, on any failure.
+ *
+ * ROUNDS "hold" starts round 0's peer, connects to it and then waits to be
+ * killed, with the peer waiting on its pipe: the caller kills it there,
+ * however slowly it gets to run.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,6 +55,7 @@ struct info {
 
 static enum mode mode;
 static const char *devname;
+static int hold;
 
 static uint8_t pattern(uint64_t i)
 {
@@ -328,6 +333,12 @@ static int round_(struct side *s, double kill_ms, double *took, int *mid)
 		FAIL("pipe");
 	if (connect_qp(s, other.qpn) || rrxe_readall(from_peer[0], &c, 1))
 		FAIL("the peer failed to connect");
+	if (hold) {
+		printf("holding with peer %d\n", (int)p);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 
 	*killed_at = 0;
 	if (kill_ms >= 0) {
@@ -389,7 +400,7 @@ int main(int argc, char **argv)
 	struct side s = {0};
 
 	if (argc != 4)
-		FAIL("usage: %s DEV uc|rc_write|rc_read ROUNDS", argv[0]);
+		FAIL("usage: %s DEV uc|rc_write|rc_read ROUNDS|hold", argv[0]);
 	devname = argv[1];
 	if (!strcmp(argv[2], "uc"))
 		mode = UC;
@@ -399,7 +410,8 @@ int main(int argc, char **argv)
 		mode = RC_READ;
 	else
 		FAIL("unknown mode %s", argv[2]);
-	rounds = atoi(argv[3]);
+	hold = !strcmp(argv[3], "hold");
+	rounds = hold ? 0 : atoi(argv[3]);
 	killed_at = mmap(NULL, sizeof(*killed_at), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (killed_at == MAP_FAILED)
 		FAIL("mmap: %s", strerror(errno));
