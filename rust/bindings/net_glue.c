@@ -73,6 +73,9 @@
 #define RRXE_RXQ_KIB_MIN 256
 #define RRXE_RXQ_KIB_MAX (1 << 20)
 #define RRXE_RX_BATCH 256
+/* Room for any RoCE packet: a 4096-byte payload, its headers over IPv6, the
+ * pad and the ICRC. */
+#define RRXE_RX_SCRATCH 8192
 
 struct rrxe_socks {
 	struct list_head list;
@@ -137,6 +140,9 @@ struct rrxe_lane {
 	/* Its work for each CPU's spread worker (see rrxe_rx_spread). */
 	struct rrxe_rxq_cpu_work __percpu *cpu_work;
 	struct rrxe_rxq *rxq;
+	/* A packet in page fragments is copied here for the driver, by the
+	 * context that has the lane busy (see rrxe_rx_bytes). */
+	u8 *scratch;
 };
 
 struct rrxe_rxq {
@@ -203,7 +209,7 @@ struct rrxe_inline {
 
 static DEFINE_PER_CPU(struct rrxe_inline, rrxe_inline);
 
-static void (*rrxe_rx_handler)(struct ib_device *ibdev, struct sk_buff *skb);
+static void (*rrxe_rx_handler)(struct ib_device *ibdev, const u8 *data, unsigned int len);
 static struct rrxe_rxq *(*rrxe_rxq_of)(struct ib_device *ibdev);
 /*
  * Runs the QPs' send tasks; drained at module exit.
@@ -327,6 +333,31 @@ static bool rrxe_rx_defer(struct rrxe_lane *rq)
 	return true;
 }
 
+/*
+ * The bytes of @skb from its network header to its end, in one piece: its
+ * own when it is linear, otherwise copied into @rq's scratch buffer (a
+ * packet sent in page fragments, by rrxe or by a device that receives into
+ * pages), or, for one bigger than any RoCE packet, linearized. NULL when
+ * it cannot be had.
+ */
+static const u8 *rrxe_rx_bytes(struct rrxe_lane *rq, struct sk_buff *skb, unsigned int *len)
+{
+	unsigned int hdr = skb->data - skb_network_header(skb);
+
+	*len = hdr + skb->len;
+	if (!skb_is_nonlinear(skb))
+		return skb_network_header(skb);
+	if (*len <= RRXE_RX_SCRATCH) {
+		memcpy(rq->scratch, skb_network_header(skb), hdr);
+		if (skb_copy_bits(skb, 0, rq->scratch + hdr, skb->len))
+			return NULL;
+		return rq->scratch;
+	}
+	if (skb_linearize(skb))
+		return NULL;
+	return skb_network_header(skb);
+}
+
 /* Hands up to @budget packets of @rq to the driver; the caller has @rq busy. */
 static unsigned int rrxe_rxq_drain(struct rrxe_lane *rq, unsigned int budget)
 {
@@ -335,9 +366,13 @@ static unsigned int rrxe_rxq_drain(struct rrxe_lane *rq, unsigned int budget)
 	unsigned int n = 0;
 
 	while (n < budget && (skb = skb_dequeue(&rq->q))) {
+		const u8 *data;
+		unsigned int len;
+
 		atomic_sub(skb->truesize, &rq->rxq->bytes);
-		if (!skb_linearize(skb))
-			rrxe_rx_handler(ibdev, skb);
+		data = rrxe_rx_bytes(rq, skb, &len);
+		if (data)
+			rrxe_rx_handler(ibdev, data, len);
 		/* The device may go once its last packet is put: after this,
 		 * only the queue (freed after this work is cancelled) is used. */
 		ib_device_put(ibdev);
@@ -513,8 +548,10 @@ static void rrxe_rxq_free(struct rrxe_rxq *rq)
 {
 	unsigned int l;
 
-	for (l = 0; l < RRXE_LANES; l++)
+	for (l = 0; l < RRXE_LANES; l++) {
 		free_percpu(rq->lane[l].cpu_work);
+		kfree(rq->lane[l].scratch);
+	}
 	kfree(rq);
 }
 
@@ -530,7 +567,8 @@ struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
 		struct rrxe_lane *lane = &rq->lane[l];
 
 		lane->cpu_work = alloc_percpu(struct rrxe_rxq_cpu_work);
-		if (!lane->cpu_work) {
+		lane->scratch = kmalloc(RRXE_RX_SCRATCH, GFP_KERNEL);
+		if (!lane->cpu_work || !lane->scratch) {
 			rrxe_rxq_free(rq);
 			return NULL;
 		}
@@ -724,7 +762,7 @@ static void rrxe_spread_stop(void)
 	}
 }
 
-int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb),
+int rrxe_net_init(void (*handler)(struct ib_device *ibdev, const u8 *data, unsigned int len),
 		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev))
 {
 	int err;
@@ -1034,10 +1072,3 @@ int rrxe_tx_send(struct sk_buff *skb, bool ipv6)
 }
 
 void rrxe_kfree_skb(struct sk_buff *skb) { kfree_skb(skb); }
-
-/* The received packet from its network header to its end (linear). */
-const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len)
-{
-	*len = skb_tail_pointer(skb) - skb_network_header(skb);
-	return skb_network_header(skb);
-}

@@ -13,7 +13,7 @@
 #include <rdma/ib_verbs.h>
 
 struct rrxe_rxq;
-int rrxe_net_init(void (*handler)(struct ib_device *ibdev, struct sk_buff *skb),
+int rrxe_net_init(void (*handler)(struct ib_device *ibdev, const u8 *data, unsigned int len),
 		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev));
 struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev);
 void rrxe_rxq_destroy(struct rrxe_rxq *rq);
@@ -38,7 +38,6 @@ struct sk_buff *rrxe_tx_burst_add(struct sk_buff *head, struct sk_buff *tail,
 void rrxe_tx_burst_finish(struct sk_buff *head, unsigned int seg, unsigned int segs);
 int rrxe_tx_send(struct sk_buff *skb, bool ipv6);
 void rrxe_kfree_skb(struct sk_buff *skb);
-const u8 *rrxe_rx_data(struct sk_buff *skb, unsigned int *len);
 
 /* Transmit gates (tx_gate.c). */
 struct rrxe_gate;

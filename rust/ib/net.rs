@@ -108,19 +108,18 @@ pub fn receive_now() {
 /// # Safety
 ///
 /// `ib` must be null or a device the caller holds a registration reference
-/// on, and `skb` a linear skb the caller owns, for the call.
+/// on, and `data` the packet's `len` bytes (from its network header),
+/// readable and unchanged for the call.
 unsafe extern "C" fn rx_trampoline<T: Driver>(
     ib: *mut bindings::ib_device,
-    skb: *mut bindings::sk_buff,
+    data: *const u8,
+    len: u32,
 ) {
     let Some(dev) = Device::<T>::from_raw_if_ours(ib) else {
         return;
     };
-    let mut len: u32 = 0;
-    // SAFETY: A linear skb, owned by the work item for this call.
-    let data = unsafe { bindings::rrxe_rx_data(skb, &mut len) };
-    // SAFETY: `data` points at `len` readable bytes of the skb, which lives
-    // until this function returns.
+    // SAFETY: `len` readable bytes at `data` for the call (the caller's
+    // promise).
     let pkt = unsafe { core::slice::from_raw_parts(data, len as usize) };
     T::rx_packet(dev, pkt);
 }
