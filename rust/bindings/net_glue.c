@@ -335,10 +335,9 @@ static bool rrxe_rx_defer(struct rrxe_lane *rq)
 
 /*
  * The bytes of @skb from its network header to its end, in one piece: its
- * own when it is linear, otherwise copied into @rq's scratch buffer (a
- * packet sent in page fragments, by rrxe or by a device that receives into
- * pages), or, for one bigger than any RoCE packet, linearized. NULL when
- * it cannot be had.
+ * own when it is linear, otherwise (a device that receives into pages
+ * builds such packets) copied into @rq's scratch buffer, or, for one bigger
+ * than any RoCE packet, linearized. NULL when it cannot be had.
  */
 static const u8 *rrxe_rx_bytes(struct rrxe_lane *rq, struct sk_buff *skb, unsigned int *len)
 {
