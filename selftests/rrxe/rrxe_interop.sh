@@ -129,7 +129,7 @@ big_mtu() {
 	ip netns exec $A rdma link add rrxtrr type "$RRXE_LINK_TYPE" netdev rrxtva || return 1
 	wait_gid rrxtrr ffff:10.78.0.1 || return 1
 	wait_for 10 bash -c "ibv_devinfo -d rrxtrr | grep -q 'active_mtu:.*4096'" || { echo "active_mtu is not 4096"; return 1; }
-	pingpong_ns ibv_rc_pingpong $B rrxtrxe $A rrxtrr 10.78.0.2 ffff:10.78.0 -s 65536 -m 4096 -n 100
+	pingpong_ns ibv_rc_pingpong $B rrxtrxe $A rrxtrr 10.78.0.2 ffff:10.78.0 -s 65536 -m 4096 -n 30
 }
 check "RC, rrxe client to rdma_rxe server, IPv4, 64 KiB messages over a 4 KiB MTU (veth MTU 9000)" big_mtu
 check "the rrxe device deletes first, then rdma_rxe's" \
