@@ -64,9 +64,18 @@ watchdog() {
 	# shellcheck disable=SC2046 # a list of PIDs
 	kill -KILL $(test_procs "$2") 2>/dev/null
 }
+# The guest's CPU time so far (user, nice, system, irq, softirq, in
+# 1/100 s) from /proc/stat: a script's share of it says how much of the
+# host's CPU its time took (an idle vCPU costs the host nothing under TCG).
+busy() {
+	local u n s q sq
+	read -r _ u n s _ _ q sq _ </proc/stat
+	echo $((u + n + s + q + sq))
+}
 for t in "$@"; do
 	echo "# selftests: rrxe: $t"
 	t0=$SECONDS
+	b0=$(busy)
 	bash "$dir/$t" >"$log" 2>&1 &
 	tp=$!
 	watchdog "$t" "$tp" "$log" 2>/dev/null &
@@ -78,7 +87,8 @@ for t in "$@"; do
 	kill "$wd" 2>/dev/null
 	wait "$wd" 2>/dev/null
 	printf '%s\n' "$out"
-	echo "# selftests: rrxe: $t took $((SECONDS - t0)) s"
+	b1=$(busy)
+	echo "# selftests: rrxe: $t took $((SECONDS - t0)) s, the CPUs busy $(((b1 - b0) / 100)) s"
 	p=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+ ' )
 	s=$(printf '%s\n' "$out" | grep -cE '^ok [0-9]+ .*# SKIP')
 	f=$(printf '%s\n' "$out" | grep -cE '^not ok [0-9]+ ')
