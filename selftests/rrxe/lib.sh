@@ -49,6 +49,25 @@ prog() {
 	d=$(mktemp -d) && "${mk[@]}" BIN="$d" "$d/$1" >&2 && echo "$d/$1"
 }
 
+# nap SECONDS: waits as `sleep` does, without starting a process: a read
+# that times out on a pipe nobody writes to. A poll loop's `sleep` costs a
+# fork and an exec each pass, which under QEMU's TCG take milliseconds of
+# the guest's CPU: in a pair bench's server guest, polling for the other
+# guest 10 times a second (pair_wait) took a quarter of its only vCPU from
+# the run it waited for. Falls back to `sleep` if the pipe cannot be had.
+_rrxe_nap_fd=
+nap() {
+	local _x
+	if [ -z "$_rrxe_nap_fd" ]; then
+		exec {_rrxe_nap_fd}<> <(:) 2>/dev/null || _rrxe_nap_fd=
+	fi
+	if [ -z "$_rrxe_nap_fd" ]; then
+		sleep "$1"
+		return 0
+	fi
+	read -r -t "$1" -u "$_rrxe_nap_fd" _x || true
+}
+
 # Waits up to $1 seconds for a command to succeed.
 wait_for() {
 	local t=$(( $1 * 10 )); shift
@@ -189,7 +208,7 @@ stop_servers() {
 	return 0
 }
 
-# listening HOW NS: a server listens: tcp:PORT (a TCP socket in namespace NS,
+# listening HOW NS: a server listens: tcp:PORT or udp:PORT (a socket in namespace NS,
 # "" for this one), cm:PORT (an rdma_cm ID listening on PORT, any device) or
 # maddr:GROUP (a netdev in NS joined multicast GROUP).
 listening() {
@@ -197,6 +216,7 @@ listening() {
 	[ -n "$2" ] && pre=(ip netns exec "$2")
 	case $1 in
 	tcp:*) "${pre[@]}" ss -Htln "sport = :${1#tcp:}" 2>/dev/null | grep -q . ;;
+	udp:*) "${pre[@]}" ss -Huln "sport = :${1#udp:}" 2>/dev/null | grep -q . ;;
 	cm:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:${1#cm:} " ;;
 	maddr:*) "${pre[@]}" ip maddr show 2>/dev/null | grep -qw "${1#maddr:}" ;;
 	*) return 1 ;;
@@ -376,7 +396,12 @@ pair_signal() {
 # pair_wait NAME SECONDS: waits for the other guest's pair_signal NAME and
 # prints its TEXT; fails after SECONDS.
 pair_wait() {
-	local f
+	local f t=$(($2 * 10))
 	f=$RRXE_PAIR_DIR/$(pair_peer).$1
-	wait_for "$2" test -f "$f" && cat "$f"
+	while [ ! -f "$f" ]; do
+		[ $t -gt 0 ] || return 1
+		nap 0.1
+		t=$((t - 1))
+	done
+	cat "$f"
 }
