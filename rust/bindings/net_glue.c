@@ -473,18 +473,27 @@ static void rrxe_rx_inline_drain(struct rrxe_inline *in, bool end)
 	unsigned int budget = RRXE_INLINE_BUDGET;
 	struct rrxe_lane *rq;
 
-	preempt_disable();
+	/*
+	 * Bottom halves off, not just preemption, whenever the slot is read
+	 * and changed here: the receive softirq adds to it (rrxe_rx_defer),
+	 * and it runs at the end of any interrupt that preemption lets in.
+	 * With preemption off only, a packet noted between the look at @n
+	 * and the giving up of the slot was never drained nor its worker
+	 * woken: it stayed queued, holding a reference on its device, until
+	 * another packet came to that queue, if one ever did.
+	 */
+	local_bh_disable();
 	in->draining = true;
-	preempt_enable();
+	local_bh_enable();
 	for (;;) {
-		preempt_disable();
+		local_bh_disable();
 		if (!in->n) {
 			if (in->owner == current) {
 				in->draining = false;
 				if (end)
 					in->owner = NULL;
 			}
-			preempt_enable();
+			local_bh_enable();
 			break;
 		}
 		rq = in->rq[--in->n];
@@ -493,7 +502,7 @@ static void rrxe_rx_inline_drain(struct rrxe_inline *in, bool end)
 			in->draining = false;
 			in->owner = NULL;
 		}
-		preempt_enable();
+		local_bh_enable();
 		if (budget && skb_queue_len(&rq->q) > RRXE_INLINE_MAX_QUEUED &&
 		    rrxe_rx_spread(rq)) {
 			/* Handed to another CPU. */
