@@ -235,8 +235,9 @@ check "$me: 8 RC QPs of 64 KiB WRITEs at a 4 KiB MTU, no packet lost" many_qps
 # retransmit timeout), and the device could no longer be deleted. Between
 # two QEMUs on a busy host a vCPU often stops for a while inside that
 # window, and the bench met it about once in 15,000 round trips. The check
-# is a sampler, not a proof: the module before the fix failed it at 30,000
-# round trips and once passed at 20,000.
+# samples the race, it does not force it: the module before the fix failed
+# it in one run of three (30,000 round trips over the dgram link; it passed
+# 20,000 over that link and 30,000 over this stream link).
 uc_pingpong() {
 	local rc
 	# shellcheck disable=SC2046
