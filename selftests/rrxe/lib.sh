@@ -59,7 +59,9 @@ _rrxe_nap_fd=
 nap() {
 	local _x
 	if [ -z "$_rrxe_nap_fd" ]; then
-		exec {_rrxe_nap_fd}<> <(:) 2>/dev/null || _rrxe_nap_fd=
+		# In a group: `exec` with only redirections keeps them all, and a
+		# bare 2>/dev/null on it would silence the shell's stderr for good.
+		{ exec {_rrxe_nap_fd}<> <(:); } 2>/dev/null || _rrxe_nap_fd=
 	fi
 	if [ -z "$_rrxe_nap_fd" ]; then
 		sleep "$1"
