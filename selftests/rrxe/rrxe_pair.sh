@@ -5,8 +5,8 @@
 # has an rrxe device, then an rdma_rxe one. Stock ibv_rc_pingpong and
 # ibv_ud_pingpong (-c, every buffer validated), rping -V through rdma_cm
 # and RDMA READs (perftest) cross the link both ways, rrxe to rrxe and
-# rrxe to rdma_rxe; eight QPs of WRITEs at MTU 9000 lose nothing (rrxe to
-# rrxe); then an NVMe-oF target on a's rrxe device (a
+# rrxe to rdma_rxe; eight QPs of WRITEs at MTU 9000 lose nothing, nor does
+# a UC ping-pong of 30,000 round trips (rrxe to rrxe); then an NVMe-oF target on a's rrxe device (a
 # file-backed namespace) serves an nvme-rdma host on b, over rrxe and then
 # over rdma_rxe, with fio's verified random writes. Each guest reports its
 # own side: a server's exit status on one, its client's on the other.
