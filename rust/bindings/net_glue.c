@@ -49,6 +49,7 @@
 #include <linux/mutex.h>
 #include <linux/workqueue.h>
 #include <linux/kthread.h>
+#include <linux/delay.h>
 #include <linux/sched.h>
 #include <rdma/ib_verbs.h>
 #include <net/udp.h>
@@ -110,6 +111,42 @@ static const struct kernel_param_ops rrxe_rxq_kib_ops = {
 };
 module_param_cb(rx_queue_kib, &rrxe_rxq_kib_ops, &rrxe_rxq_kib, 0644);
 MODULE_PARM_DESC(rx_queue_kib, "bound on each device's receive queue, in KiB of skb truesize, 256 to 1048576 (default 32768)");
+
+/*
+ * For the test suite only: microseconds a doorbell that ends its receiving
+ * in place waits, bottom halves off, just before it gives up its CPU's slot
+ * (see rrxe_rx_inline_drain). It widens the window in which a packet
+ * arriving from the wire was once noted for a drain that had already
+ * ended: with the window this wide, the bug stranded a packet within a
+ * few round trips. 0 (the default) is no wait; at most
+ * RRXE_INLINE_TEST_DELAY_MAX.
+ */
+#define RRXE_INLINE_TEST_DELAY_MAX 10000
+static unsigned int rrxe_inline_test_delay;
+
+static int rrxe_inline_test_delay_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int err = kstrtouint(val, 0, &v);
+
+	if (err)
+		return err;
+	if (v > RRXE_INLINE_TEST_DELAY_MAX) {
+		pr_err_ratelimited("rrxe: test_rx_inline_delay_us must be 0 to %u\n",
+				   RRXE_INLINE_TEST_DELAY_MAX);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops rrxe_inline_test_delay_ops = {
+	.set = rrxe_inline_test_delay_set,
+	.get = param_get_uint,
+};
+module_param_cb(test_rx_inline_delay_us, &rrxe_inline_test_delay_ops, &rrxe_inline_test_delay, 0644);
+MODULE_PARM_DESC(test_rx_inline_delay_us,
+		 "test suite only: widens a receive race window by this many microseconds, 0 to 10000 (default 0)");
 
 static LIST_HEAD(rrxe_socks_list);
 static DEFINE_MUTEX(rrxe_socks_lock);
@@ -460,6 +497,19 @@ bool rrxe_rx_inline_begin(void)
 	return true;
 }
 
+/* Waits test_rx_inline_delay_us, in steps udelay takes on every arch. */
+static void rrxe_inline_test_wait(void)
+{
+	unsigned int left = READ_ONCE(rrxe_inline_test_delay);
+
+	while (left) {
+		unsigned int step = min(left, 100U);
+
+		udelay(step);
+		left -= step;
+	}
+}
+
 /*
  * Drains the queues @in noted, and what draining them brings, up to
  * RRXE_INLINE_BUDGET packets; the rest goes to the queues' workers. With
@@ -490,8 +540,10 @@ static void rrxe_rx_inline_drain(struct rrxe_inline *in, bool end)
 		if (!in->n) {
 			if (in->owner == current) {
 				in->draining = false;
-				if (end)
+				if (end) {
+					rrxe_inline_test_wait();
 					in->owner = NULL;
+				}
 			}
 			local_bh_enable();
 			break;
