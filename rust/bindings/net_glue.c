@@ -50,6 +50,7 @@
 #include <linux/workqueue.h>
 #include <linux/kthread.h>
 #include <linux/delay.h>
+#include <linux/sysfs.h>
 #include <linux/sched.h>
 #include <rdma/ib_verbs.h>
 #include <net/udp.h>
@@ -86,30 +87,46 @@ struct rrxe_socks {
 	struct sock *sk4, *sk6;
 };
 
-/* Read for each packet; range-checked when set. */
-static unsigned int rrxe_rxq_kib = 32 << 10;
+/* A writable unsigned module parameter, range-checked when set. */
+struct rrxe_uint_param {
+	unsigned int val;
+	unsigned int min, max;
+	const char *name;
+};
 
-static int rrxe_rxq_kib_set(const char *val, const struct kernel_param *kp)
+static int rrxe_uint_param_set(const char *s, const struct kernel_param *kp)
 {
+	struct rrxe_uint_param *p = kp->arg;
 	unsigned int v;
-	int err = kstrtouint(val, 0, &v);
+	int err = kstrtouint(s, 0, &v);
 
 	if (err)
 		return err;
-	if (v < RRXE_RXQ_KIB_MIN || v > RRXE_RXQ_KIB_MAX) {
-		pr_err_ratelimited("rrxe: rx_queue_kib must be %u to %u\n", RRXE_RXQ_KIB_MIN,
-				   RRXE_RXQ_KIB_MAX);
+	if (v < p->min || v > p->max) {
+		pr_err_ratelimited("rrxe: %s must be %u to %u\n", p->name, p->min, p->max);
 		return -EINVAL;
 	}
-	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	WRITE_ONCE(p->val, v);
 	return 0;
 }
 
-static const struct kernel_param_ops rrxe_rxq_kib_ops = {
-	.set = rrxe_rxq_kib_set,
-	.get = param_get_uint,
+static int rrxe_uint_param_get(char *buf, const struct kernel_param *kp)
+{
+	const struct rrxe_uint_param *p = kp->arg;
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(p->val));
+}
+
+static const struct kernel_param_ops rrxe_uint_param_ops = {
+	.set = rrxe_uint_param_set,
+	.get = rrxe_uint_param_get,
 };
-module_param_cb(rx_queue_kib, &rrxe_rxq_kib_ops, &rrxe_rxq_kib, 0644);
+
+/* Read for each packet. */
+static struct rrxe_uint_param rrxe_rxq_kib = {
+	.val = 32 << 10, .min = RRXE_RXQ_KIB_MIN, .max = RRXE_RXQ_KIB_MAX, .name = "rx_queue_kib",
+};
+module_param_cb(rx_queue_kib, &rrxe_uint_param_ops, &rrxe_rxq_kib, 0644);
 MODULE_PARM_DESC(rx_queue_kib, "bound on each device's receive queue, in KiB of skb truesize, 256 to 1048576 (default 32768)");
 
 /*
@@ -118,33 +135,12 @@ MODULE_PARM_DESC(rx_queue_kib, "bound on each device's receive queue, in KiB of 
  * (see rrxe_rx_inline_drain). It widens the window in which a packet
  * arriving from the wire was once noted for a drain that had already
  * ended: with the window this wide, the bug stranded a packet within a
- * few round trips. 0 (the default) is no wait; at most
- * RRXE_INLINE_TEST_DELAY_MAX.
+ * few round trips. 0 (the default) is no wait.
  */
-#define RRXE_INLINE_TEST_DELAY_MAX 10000
-static unsigned int rrxe_inline_test_delay;
-
-static int rrxe_inline_test_delay_set(const char *val, const struct kernel_param *kp)
-{
-	unsigned int v;
-	int err = kstrtouint(val, 0, &v);
-
-	if (err)
-		return err;
-	if (v > RRXE_INLINE_TEST_DELAY_MAX) {
-		pr_err_ratelimited("rrxe: test_rx_inline_delay_us must be 0 to %u\n",
-				   RRXE_INLINE_TEST_DELAY_MAX);
-		return -EINVAL;
-	}
-	WRITE_ONCE(*(unsigned int *)kp->arg, v);
-	return 0;
-}
-
-static const struct kernel_param_ops rrxe_inline_test_delay_ops = {
-	.set = rrxe_inline_test_delay_set,
-	.get = param_get_uint,
+static struct rrxe_uint_param rrxe_inline_test_delay = {
+	.val = 0, .min = 0, .max = 10000, .name = "test_rx_inline_delay_us",
 };
-module_param_cb(test_rx_inline_delay_us, &rrxe_inline_test_delay_ops, &rrxe_inline_test_delay, 0644);
+module_param_cb(test_rx_inline_delay_us, &rrxe_uint_param_ops, &rrxe_inline_test_delay, 0644);
 MODULE_PARM_DESC(test_rx_inline_delay_us,
 		 "test suite only: widens a receive race window by this many microseconds, 0 to 10000 (default 0)");
 
@@ -332,7 +328,7 @@ static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 		kfree_skb(skb);
 		return 0;
 	}
-	if (atomic_add_return(size, &rxq->bytes) > READ_ONCE(rrxe_rxq_kib) << 10) {
+	if (atomic_add_return(size, &rxq->bytes) > READ_ONCE(rrxe_rxq_kib.val) << 10) {
 		atomic_sub(size, &rxq->bytes);
 		ib_device_put(ibdev);
 		rrxe_rx_full(sk, skb);
@@ -500,7 +496,7 @@ bool rrxe_rx_inline_begin(void)
 /* Waits test_rx_inline_delay_us, in steps udelay takes on every arch. */
 static void rrxe_inline_test_wait(void)
 {
-	unsigned int left = READ_ONCE(rrxe_inline_test_delay);
+	unsigned int left = READ_ONCE(rrxe_inline_test_delay.val);
 
 	while (left) {
 		unsigned int step = min(left, 100U);
