@@ -80,8 +80,17 @@ ready() {
 
 all_ready() { ready rrxc0 ffff:0a51:0001 && ready rrxc1 ffff:0a51:0101 && ready rrxc2 ffff:0a51:0102; }
 
+# The netdevs are looked at first: a device whose netdev is going (its
+# namespace deleted, which the kernel cleans up later) still looks ready
+# until the cleanup runs, and the verify after a netns cycle once found
+# it gone ("verify: cannot open rrxc1", on the debug kernel).
+nets_up() {
+	[ -e /sys/class/net/rrxtcd0 ] && ip -n rrxtna link show rrxtca >/dev/null 2>&1 &&
+		ip -n rrxtnb link show rrxtcb >/dev/null 2>&1
+}
+
 ensure_up() {
-	all_ready && return 0
+	nets_up && all_ready && return 0
 	load_rrxe || return 1
 	# A device whose netdev went unregisters asynchronously (a
 	# namespace's cleanup took 30 s in a busy debug guest).
