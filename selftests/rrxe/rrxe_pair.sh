@@ -9,8 +9,8 @@
 # does a UC ping-pong through a widened receive race (rrxe to rrxe); then
 # an NVMe-oF target on a's rrxe device (a file-backed namespace) serves
 # an nvme-rdma host on b, over rrxe and then over rdma_rxe, with fio's
-# verified random writes. Each guest reports its
-# own side: a server's exit status on one, its client's on the other.
+# verified random writes. Each guest reports its own side: a server's exit
+# status on one, its client's on the other.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
