@@ -378,7 +378,7 @@ static int t_advise(void)
 		}
 	}
 	{
-		struct ibv_sge bad = { .addr = (uintptr_t)dst, .length = 8, .lkey = dmr->lkey ^ 0x100 };
+		struct ibv_sge bad = { .addr = (uintptr_t)dst, .length = 8, .lkey = rrxe_wrong_key(dmr->lkey) };
 
 		ret = ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH,
 				    &bad, 1);

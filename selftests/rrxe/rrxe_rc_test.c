@@ -960,7 +960,7 @@ static int mode_flush_err(void)
 	struct ibv_sge s = { (uintptr_t)src, 64, smr->lkey };
 	struct ibv_send_wr w[3] = {
 		{ .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-		  .wr = { .rdma = { (uintptr_t)dst, dmr->rkey ^ 0x3c00 } }, .next = &w[1] },
+		  .wr = { .rdma = { (uintptr_t)dst, rrxe_wrong_key(dmr->rkey) } }, .next = &w[1] },
 		{ .wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 		  .next = &w[2] },
 		{ .wr_id = 3, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
@@ -1701,7 +1701,7 @@ static int hold_mid_send(struct pair *p, const struct popt *o, int seed, const c
 {
 	struct ibv_sge s[2] = {
 		{ (uintptr_t)src, 65536, smr->lkey },
-		{ (uintptr_t)src + 65536, 4096, smr->lkey ^ 0x3c00 },
+		{ (uintptr_t)src + 65536, 4096, rrxe_wrong_key(smr->lkey) },
 	};
 	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = s, .num_sge = 2, .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
@@ -1754,7 +1754,7 @@ static int reset_halfway(bool uc)
 static int mode_err_held(void)
 {
 	const char *what = "RC, a receive held mid-SEND, then the QP's own SEND fails locally";
-	struct ibv_sge bs = { (uintptr_t)src, 100, smr->lkey ^ 0x3c00 };
+	struct ibv_sge bs = { (uintptr_t)src, 100, rrxe_wrong_key(smr->lkey) };
 	struct ibv_send_wr bwr = { .wr_id = 60, .sg_list = &bs, .num_sge = 1, .opcode = IBV_WR_SEND,
 				   .send_flags = IBV_SEND_SIGNALED }, *bad;
 	bool got50 = false, got52 = false;

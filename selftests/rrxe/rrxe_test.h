@@ -4,6 +4,7 @@
 #define RRXE_TEST_H
 
 #include <infiniband/verbs.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,6 +53,18 @@ static inline int rrxe_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
 			return i;
 	}
 	return -1;
+}
+
+/*
+ * A key no MR or window answers to: the live `key` with its low byte (the
+ * variant, rxe's key8) changed. Its index still names the object `key`
+ * names, whose variant differs, so every lookup refuses it however the
+ * device allocates keys. Changing index bits instead can name another
+ * object of the same PD.
+ */
+static inline uint32_t rrxe_wrong_key(uint32_t key)
+{
+	return key ^ 0x80;
 }
 
 #endif
