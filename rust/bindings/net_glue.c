@@ -49,7 +49,6 @@
 #include <linux/mutex.h>
 #include <linux/workqueue.h>
 #include <linux/kthread.h>
-#include <linux/delay.h>
 #include <linux/sysfs.h>
 #include <linux/sched.h>
 #include <rdma/ib_verbs.h>
@@ -128,21 +127,6 @@ static struct rrxe_uint_param rrxe_rxq_kib = {
 };
 module_param_cb(rx_queue_kib, &rrxe_uint_param_ops, &rrxe_rxq_kib, 0644);
 MODULE_PARM_DESC(rx_queue_kib, "bound on each device's receive queue, in KiB of skb truesize, 256 to 1048576 (default 32768)");
-
-/*
- * For the test suite only: microseconds a doorbell that ends its receiving
- * in place waits, bottom halves off, just before it gives up its CPU's slot
- * (see rrxe_rx_inline_drain). It widens the window in which a packet
- * arriving from the wire was once noted for a drain that had already
- * ended: with the window this wide, the bug stranded a packet within a
- * few round trips. 0 (the default) is no wait.
- */
-static struct rrxe_uint_param rrxe_inline_test_delay = {
-	.val = 0, .min = 0, .max = 10000, .name = "test_rx_inline_delay_us",
-};
-module_param_cb(test_rx_inline_delay_us, &rrxe_uint_param_ops, &rrxe_inline_test_delay, 0644);
-MODULE_PARM_DESC(test_rx_inline_delay_us,
-		 "test suite only: widens a receive race window by this many microseconds, 0 to 10000 (default 0)");
 
 static LIST_HEAD(rrxe_socks_list);
 static DEFINE_MUTEX(rrxe_socks_lock);
@@ -493,19 +477,6 @@ bool rrxe_rx_inline_begin(void)
 	return true;
 }
 
-/* Waits test_rx_inline_delay_us, in steps udelay takes on every arch. */
-static void rrxe_inline_test_wait(void)
-{
-	unsigned int left = READ_ONCE(rrxe_inline_test_delay.val);
-
-	while (left) {
-		unsigned int step = min(left, 100U);
-
-		udelay(step);
-		left -= step;
-	}
-}
-
 /*
  * Drains the queues @in noted, and what draining them brings, up to
  * RRXE_INLINE_BUDGET packets; the rest goes to the queues' workers. With
@@ -537,7 +508,9 @@ static void rrxe_rx_inline_drain(struct rrxe_inline *in, bool end)
 			if (in->owner == current) {
 				in->draining = false;
 				if (end) {
-					rrxe_inline_test_wait();
+					/* The test build can widen the window
+					 * the comment above is about. */
+					rrxe_test_rx_inline_wait();
 					in->owner = NULL;
 				}
 			}

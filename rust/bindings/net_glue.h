@@ -51,4 +51,21 @@ unsigned int rrxe_gate_out(struct rrxe_gate *g);
 int rrxe_tx_send_gated(struct sk_buff *skb, bool ipv6, struct rrxe_gate *g);
 void rrxe_gates_wait(void);
 
+/*
+ * Hooks of the test build (test_hooks.c, built with RRXE_TEST_HOOKS=1
+ * only): the module that users build calls none of them.
+ */
+enum rrxe_test_site {
+	RRXE_TEST_SITE_NONE = 0,
+	/* An MW rkey's resolution, between its lookup and its use. */
+	RRXE_TEST_SITE_MW_RESOLVE = 1,
+	RRXE_TEST_SITES,
+};
+void rrxe_test_hold(unsigned int site);
+#ifdef RRXE_TEST_HOOKS
+void rrxe_test_rx_inline_wait(void);
+#else
+static inline void rrxe_test_rx_inline_wait(void) { }
+#endif
+
 #endif

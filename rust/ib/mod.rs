@@ -37,6 +37,7 @@ pub mod pd;
 pub mod qp;
 pub mod srq;
 pub mod stats;
+pub mod testhook;
 pub mod udata;
 pub mod umem;
 pub mod upcall;
