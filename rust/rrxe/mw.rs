@@ -123,6 +123,7 @@ pub(crate) fn resolve(
     if w.rkey.load(Ordering::Acquire) != key {
         return Err(EINVAL);
     }
+    crate::ib::testhook::hold(crate::ib::testhook::Site::MwResolve);
     let (mr, mr_iova) = {
         let b = w.bind.lock();
         let bound = b.binding.as_ref();

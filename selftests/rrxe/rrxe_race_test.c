@@ -14,6 +14,20 @@
  *                deregistered MR, and an RDMA WRITE from the peer QP
  *                through the window's rkey must fail with
  *                REM_ACCESS_ERR, the memory unchanged.
+ *   mw_rebind    a type 2 window's old rkey must not reach its next
+ *                binding. QP b WRITEs through rkey K1 of a window that QP
+ *                a bound; the test build of the module holds that WRITE
+ *                after it found the window (test_hold_site), and meanwhile
+ *                a invalidates K1 and binds the window again, over the
+ *                same memory, with a new key. Released, the WRITE must
+ *                fail with REM_ACCESS_ERR and leave the memory unchanged.
+ *   flush_irqs   a QP moved to ERR with 32000 receives posted flushes them
+ *                all (WR_FLUSH_ERR, each wr_id once) without keeping
+ *                interrupts off for long: a thread on the other CPU sends
+ *                the flushing CPU interrupts all the while (membarrier),
+ *                and none may wait more than an eighth of the flush's
+ *                time (with interrupts off for the whole flush, one waits
+ *                about as long as the flush).
  *   ud_flood S   for S seconds, UD SENDs of 8 bytes, 64 per doorbell, to
  *                the multicast group ff0e::5a17 with Q_Key 0x1111 (the
  *                kernel test module's destroy race listens there).
@@ -21,6 +35,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -28,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -429,12 +445,249 @@ static int mode_ud_flood(int seconds)
 	return 0;
 }
 
+#define HOOKS "/sys/module/rrxe/parameters/"
+
+/* Writes `v` to the test build's parameter `name`: 0, or -1. */
+static int hook_set(const char *name, const char *v)
+{
+	char path[128];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), HOOKS "%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	r = fputs(v, f) < 0;
+	return fclose(f) || r ? -1 : 0;
+}
+
+/* The test build's count of holds, or -1. */
+static long hook_hits(void)
+{
+	FILE *f = fopen(HOOKS "test_hold_hits", "r");
+	long n = -1;
+
+	if (f && fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+struct held_write {
+	struct pair *p;
+	struct ibv_mr *lmr;
+	uint8_t *lbuf, *addr;
+	uint32_t rkey;
+	int posted;
+	struct ibv_wc wc;
+	int polled;
+};
+
+static void *held_write_thread(void *arg)
+{
+	struct held_write *h = arg;
+	struct ibv_sge sge = { (uintptr_t)h->lbuf, 64, h->lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr = { .rdma = { .remote_addr = (uintptr_t)h->addr, .rkey = h->rkey } } }, *bad;
+
+	pin(0);
+	h->posted = ibv_post_send(h->p->b, &wr, &bad);
+	if (!h->posted)
+		h->polled = poll1(h->p->bcq, &h->wc);
+	return NULL;
+}
+
+static int mode_mw_rebind(void)
+{
+	uint8_t *mem = malloc(MRLEN), *saved = malloc(MRLEN), *lbuf = malloc(4096);
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	struct ibv_mr *lmr = lbuf ? ibv_reg_mr(pd, lbuf, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_mr *mr = mem ? ibv_reg_mr(pd, mem, MRLEN, MR_ACCESS) : NULL;
+	struct held_write h = { 0 };
+	enum ibv_wc_status st;
+	uint32_t old_key;
+	struct pair p;
+	long hits, end;
+	pthread_t t;
+
+	if (!mem || !saved || !lbuf || !mw || !lmr || !mr)
+		FAIL("buffers, MW, MRs: %s", strerror(errno));
+	hits = hook_hits();
+	if (hits < 0)
+		FAIL("no " HOOKS "test_hold_hits: not the test build of rrxe");
+	memset(lbuf, 0xee, 4096);
+	for (int k = 0; k < MRLEN; k++)
+		mem[k] = saved[k] = (uint8_t)(k * 13 + 1);
+	if (pair_new(&p))
+		return 1;
+	pin(1);
+	if (bind(p.a, p.acq, mw, mr, mem + 4096, 4096, &st))
+		return 1;
+	if (st != IBV_WC_SUCCESS)
+		FAIL("bind the type 2 window: %s", ibv_wc_status_str(st));
+	old_key = mw->rkey;
+	if (hook_set("test_hold_site", "1"))
+		FAIL("cannot set test_hold_site: %s", strerror(errno));
+	h = (struct held_write){ .p = &p, .lmr = lmr, .lbuf = lbuf, .addr = mem + 4096 + 64,
+				 .rkey = old_key };
+	if (pthread_create(&t, NULL, held_write_thread, &h)) {
+		hook_set("test_hold_site", "0");
+		FAIL("pthread_create");
+	}
+	/* The WRITE found the window and is held before it looks at the binding. */
+	end = now_ms() + WAIT_MS;
+	while (hook_hits() == hits && now_ms() < end)
+		usleep(1000);
+	if (hook_hits() == hits) {
+		hook_set("test_hold_site", "0");
+		pthread_join(t, NULL);
+		FAIL("the WRITE through rkey 0x%x never reached its key resolution (post: %s)", old_key,
+		     strerror(h.posted));
+	}
+	if (local_inv(p.a, p.acq, mw) || bind(p.a, p.acq, mw, mr, mem + 4096, 4096, &st)) {
+		hook_set("test_hold_site", "0");
+		pthread_join(t, NULL);
+		return 1;
+	}
+	hook_set("test_hold_site", "0");
+	pthread_join(t, NULL);
+	if (st != IBV_WC_SUCCESS)
+		FAIL("bind the window again: %s", ibv_wc_status_str(st));
+	if (h.posted)
+		FAIL("post the WRITE through the window: %s", strerror(h.posted));
+	if (h.polled || h.wc.wr_id != 3)
+		FAIL("the held WRITE did not complete");
+	if (h.wc.status != IBV_WC_REM_ACCESS_ERR)
+		FAIL("a WRITE through rkey 0x%x, held while the window was invalidated and bound again as 0x%x, completed with %s, not REM_ACCESS_ERR",
+		     old_key, mw->rkey, ibv_wc_status_str(h.wc.status));
+	usleep(1000);
+	if (memcmp(mem, saved, MRLEN))
+		FAIL("a WRITE through the window's old rkey 0x%x reached its new binding (0x%x): the memory changed",
+		     old_key, mw->rkey);
+	printf("mw_rebind: the WRITE through old rkey 0x%x was refused (%s) after the window was bound again as 0x%x; memory unchanged\n",
+	       old_key, ibv_wc_status_str(h.wc.status), mw->rkey);
+	return 0;
+}
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+#define FLUSH_WQES 32000
+
+static volatile int probing;
+static long probe_max_us, probes;
+
+/* Interrupts the other CPUs running this process, until told to stop,
+ * and keeps the longest wait. */
+static void *probe_thread(void *arg)
+{
+	(void)arg;
+	pin(1);
+	while (__atomic_load_n(&probing, __ATOMIC_SEQ_CST)) {
+		long t = now_us(), d;
+
+		if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+			return NULL;
+		d = now_us() - t;
+		if (d > probe_max_us)
+			probe_max_us = d;
+		probes++;
+	}
+	return NULL;
+}
+
+static int mode_flush_irqs(void)
+{
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 16, .max_recv_wr = FLUSH_WQES, .max_send_sge = 1,
+						.max_recv_sge = 1 }, .qp_type = IBV_QPT_RC };
+	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 32767, NULL, NULL, 0);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	static struct ibv_wc wc[256];
+	static unsigned char seen[FLUSH_WQES];
+	uint8_t *buf = malloc(4096);
+	struct ibv_mr *mr = buf ? ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_sge sge = { (uintptr_t)buf, 64, mr ? mr->lkey : 0 };
+	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	long t0, flush_us;
+	unsigned int got = 0;
+	struct ibv_qp *qp;
+	pthread_t t;
+	int r;
+
+	if (!scq || !rcq || !mr)
+		FAIL("CQs, MR: %s", strerror(errno));
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	qp = ibv_create_qp(pd, &ia);
+	if (!qp)
+		FAIL("an RC QP with %d receive WQEs: %s", FLUSH_WQES, strerror(errno));
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		FAIL("QP to INIT: %s", strerror(errno));
+	for (unsigned int i = 0; i < FLUSH_WQES; i++) {
+		rw.wr_id = i;
+		if ((r = ibv_post_recv(qp, &rw, &bad)))
+			FAIL("post receive %u: %s", i, strerror(r));
+	}
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
+		FAIL("membarrier register: %s", strerror(errno));
+	pin(0);
+	probing = 1;
+	if (pthread_create(&t, NULL, probe_thread, NULL))
+		FAIL("pthread_create");
+	usleep(50000);
+	t0 = now_us();
+	a.qp_state = IBV_QPS_ERR;
+	r = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	while (!r && got < FLUSH_WQES && now_us() - t0 < WAIT_MS * 1000L) {
+		int n = ibv_poll_cq(rcq, 256, wc);
+
+		if (n < 0)
+			break;
+		for (int k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_WR_FLUSH_ERR || wc[k].wr_id >= FLUSH_WQES ||
+			    seen[wc[k].wr_id]++) {
+				__atomic_store_n(&probing, 0, __ATOMIC_SEQ_CST);
+				pthread_join(t, NULL);
+				FAIL("flush completion %u: wr_id %llu, %s", got, (unsigned long long)wc[k].wr_id,
+				     ibv_wc_status_str(wc[k].status));
+			}
+			got++;
+		}
+	}
+	flush_us = now_us() - t0;
+	__atomic_store_n(&probing, 0, __ATOMIC_SEQ_CST);
+	pthread_join(t, NULL);
+	if (r)
+		FAIL("QP to ERR: %s", strerror(r));
+	if (got != FLUSH_WQES)
+		FAIL("%u of %d receives flushed", got, FLUSH_WQES);
+	printf("flush_irqs: %d receives flushed in %ld us; the longest of %ld interrupts sent meanwhile waited %ld us\n",
+	       FLUSH_WQES, flush_us, probes, probe_max_us);
+	if (probe_max_us * 8 > flush_us)
+		FAIL("an interrupt waited %ld us, more than an eighth of the flush's %ld us: interrupts were off for most of it",
+		     probe_max_us, flush_us);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(scq);
+	ibv_destroy_cq(rcq);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
 
-	if (argc < 4)
-		FAIL("usage: %s DEV mw_dereg ROUNDS | ud_flood SECONDS", argv[0]);
+	if (argc < 3)
+		FAIL("usage: %s DEV mw_dereg ROUNDS | mw_rebind | flush_irqs | ud_flood SECONDS", argv[0]);
 	ctx = rrxe_open(argv[1]);
 	if (!ctx)
 		FAIL("cannot open %s", argv[1]);
@@ -442,9 +695,13 @@ int main(int argc, char **argv)
 	gid_index = rrxe_ipv4_gid(ctx, &gid);
 	if (!pd || gid_index < 0)
 		FAIL("PD or IPv4 GID");
-	if (!strcmp(argv[2], "mw_dereg"))
+	if (!strcmp(argv[2], "mw_dereg") && argc > 3)
 		rc = mode_mw_dereg(atoi(argv[3]));
-	else if (!strcmp(argv[2], "ud_flood"))
+	else if (!strcmp(argv[2], "mw_rebind"))
+		rc = mode_mw_rebind();
+	else if (!strcmp(argv[2], "flush_irqs"))
+		rc = mode_flush_irqs();
+	else if (!strcmp(argv[2], "ud_flood") && argc > 3)
 		rc = mode_ud_flood(atoi(argv[3]));
 	else
 		FAIL("unknown mode %s", argv[2]);

@@ -3,7 +3,12 @@
 # Races between a verb and the teardown of what it uses. A memory window
 # bound (type 2 through the send queue, type 1 with ibv_bind_mw) while
 # another thread deregisters its MR: the window is never left bound to a
-# deregistered MR, and its rkey then refuses remote access. A kernel UD QP
+# deregistered MR, and its rkey then refuses remote access. A type 2
+# window invalidated and bound again while a WRITE through its old rkey is
+# held (by the test build's hook) between finding the window and using
+# its binding: the old rkey is refused. A QP moved to ERR with 32000
+# receives posted flushes them all without keeping interrupts off on its
+# CPU for long (interrupts sent from the other CPU meanwhile). A kernel UD QP
 # destroyed while a process floods it with datagrams (rrxe_race_test
 # ud_flood, through the kernel test module's destroy_race check): no
 # completion naming the destroyed QP reaches its CQ afterwards. Nothing
@@ -12,7 +17,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 7
 
 dummy_dev rrxera0 10.79.2.1
 wait_gid rrxera0 fe80 || ktap_exit_fail_msg "no link-local GID"
@@ -38,6 +43,20 @@ mw_race() {
 	return $rc
 }
 check "$rounds rounds of binds racing ibv_dereg_mr: no window bound to a deregistered MR, its rkey refused" race mw_race
+summary
+
+rebind_race() {
+	timeout 120 "$bin" rrxera0 mw_rebind >"$tmp/summary" 2>&1
+}
+check "a WRITE through a type 2 window's old rkey, held while the window is bound again, is refused" \
+	race rebind_race
+summary
+
+flush_race() {
+	timeout 120 "$bin" rrxera0 flush_irqs >"$tmp/summary" 2>&1
+}
+check "a flush of 32000 receives keeps interrupts off for no more than an eighth of its time" \
+	race flush_race
 summary
 
 # The kernel test module destroys its QPs while this process floods them.

@@ -33,6 +33,14 @@
  *   rrxe_wire_fuzz join IF GROUP4 GROUP6 SECONDS
  *	joins the multicast groups on IF (in the device's namespace), so
  *	that multicast packets reach the UDP socket, and sleeps.
+ *   rrxe_wire_fuzz flood IF DMAC SRC4 DST4 SECONDS BAD LEN
+ *	sends RC SEND ONLY datagrams of LEN payload bytes to a QP number
+ *	no device has, as fast as it can for SECONDS, with a valid ICRC
+ *	(BAD 0) or a wrong one (BAD 1): what any host that reaches port
+ *	4791 can send. Prints how many went out.
+ *   rrxe_wire_fuzz spin SECONDS
+ *	an ordinary busy process: counts loop rounds for SECONDS and
+ *	prints the count (the starvation check pins one to each CPU).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -1267,6 +1275,63 @@ static int mad(unsigned int count, unsigned int len)
 	return n_frames == count ? 0 : 1;
 }
 
+/* The QP number the flood sends to: no device has one this high. */
+#define FLOOD_QPN 0xfedcbau
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int flood(unsigned int seconds, int bad, unsigned int len)
+{
+	struct dst d = { .exact = 1 };
+	double end;
+
+	if (len > 4096 || len % 4)
+		return 2;
+	for (int b = 0; b < BATCH; b++) {
+		uint8_t *t = tptr(b, 0);
+
+		t[0] = 0x04;	/* RC SEND_ONLY */
+		t[1] = 0;
+		put16(t + 2, 0xffff);
+		put32(t + 4, FLOOD_QPN);
+		put32(t + 8, b);
+		for (unsigned int j = 0; j < len; j++)
+			t[12 + j] = rnd();
+		finish(b, 12 + len, &d);
+		if (bad)
+			frames[b][flen[b] - 1] ^= 0x5a;
+	}
+	end = now_s() + seconds;
+	while (now_s() < end) {
+		nb = BATCH;
+		send_batch();
+	}
+	printf("# flood: sent %llu datagrams, ICRC %s, in %u s\n", (unsigned long long)n_frames,
+	       bad ? "wrong" : "valid", seconds);
+	return n_frames ? 0 : 1;
+}
+
+static int spin(unsigned int seconds)
+{
+	volatile uint64_t x = 0;
+	uint64_t rounds = 0;
+	double end = now_s() + seconds;
+
+	do {
+		for (int i = 0; i < 100000; i++)
+			x++;
+		rounds++;
+	} while (now_s() < end);
+	printf("%llu\n", (unsigned long long)rounds);
+	return 0;
+}
+
 static int join(const char *ifname, const char *g4, const char *g6, unsigned int seconds)
 {
 	int s4 = socket(AF_INET, SOCK_DGRAM, 0), s6 = socket(AF_INET6, SOCK_DGRAM, 0);
@@ -1308,6 +1373,8 @@ int main(int argc, char **argv)
 
 	if (argc == 6 && !strcmp(m, "join"))
 		return join(argv[2], argv[3], argv[4], atoi(argv[5]));
+	if (argc == 3 && !strcmp(m, "spin"))
+		return spin(atoi(argv[2]));
 	init_layout();
 	crc_init();
 	if ((argc == 10 || argc == 11) && !strcmp(m, "fuzz")) {
@@ -1333,10 +1400,16 @@ int main(int argc, char **argv)
 		setup(argv + 2, 0);
 		return mad(atoi(argv[6]), atoi(argv[7]));
 	}
+	if (argc == 9 && !strcmp(m, "flood")) {
+		setup(argv + 2, 0);
+		return flood(atoi(argv[6]), atoi(argv[7]), atoi(argv[8]));
+	}
 	fprintf(stderr,
 		"usage: %s fuzz IF DMAC SRC4 DST4 SRC6 DST6 COUNT SEED [RCVD_PKTS]\n"
 		"       %s nak|ack IF DMAC SRC4 DST4 SECONDS\n"
 		"       %s mad IF DMAC SRC4 DST4 COUNT LEN\n"
-		"       %s join IF GROUP4 GROUP6 SECONDS\n", argv[0], argv[0], argv[0], argv[0]);
+		"       %s join IF GROUP4 GROUP6 SECONDS\n"
+		"       %s flood IF DMAC SRC4 DST4 SECONDS BAD LEN\n"
+		"       %s spin SECONDS\n", argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
 	return 2;
 }

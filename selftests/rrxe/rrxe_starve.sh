@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Starvation: what a flood of RoCEv2 datagrams from a remote host takes
+# from ordinary local processes, with rrxe against rdma_rxe. An ordinary
+# busy process is pinned to each CPU (rrxe_wire_fuzz spin); from the peer
+# namespace of a veth pair, a sender pinned to CPU 0 floods UDP port 4791
+# with RC SEND datagrams to a QP number nobody has, with wrong ICRCs and
+# then with valid ones (rrxe_wire_fuzz flood). The same runs are made with
+# no RDMA device on the netdev, with an rdma_rxe device and with an rrxe
+# device, alternating rdma_rxe and rrxe, and each busy process's rounds
+# are compared with its rounds without a flood. The flood's work must be
+# scheduled like the network stack's own: with rrxe, the busy processes
+# keep at least what they keep with rdma_rxe (the better of two runs
+# each, with a tenth of slack for the emulator's noise), on each CPU and
+# in all.
+#
+# Needs two CPUs. RRXE_STARVE_SECS (default 6) is the length of a run.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ktap_print_header
+
+[ "$(nproc)" -ge 2 ] || ktap_exit_skip_msg "needs two CPUs"
+modinfo rdma_rxe >/dev/null 2>&1 || ktap_exit_skip_msg "no rdma_rxe module"
+ktap_set_plan 4
+
+A=rrxtsa B=rrxtsb
+secs=${RRXE_STARVE_SECS:-6}
+# A run's rounds with rrxe may fall this far below rdma_rxe's, in percent.
+slack=10
+cleanup_net
+modprobe -r rdma_rxe 2>/dev/null
+unload_rrxe
+mk_veth_pair $A $B || ktap_exit_fail_msg "veth setup failed"
+bin=$(prog rrxe_wire_fuzz) || ktap_exit_fail_msg "cannot build rrxe_wire_fuzz"
+mac_a=$(ip netns exec $A cat /sys/class/net/rrxtva/address)
+tmp=$(mktemp -d)
+mark=$(kmsg_mark)
+
+# run NAME [BAD]: the busy processes for $secs seconds, with a flood of
+# wrong (BAD 1) or valid (BAD 0) ICRCs when BAD is given; their rounds go
+# to $tmp/r.NAME as "CPU0 CPU1 SENT".
+run() {
+	local name=$1 bad=${2:-} s0 s1 f=
+	taskset -c 0 "$bin" spin "$secs" >"$tmp/$name.0" &
+	s0=$!
+	taskset -c 1 "$bin" spin "$secs" >"$tmp/$name.1" &
+	s1=$!
+	if [ -n "$bad" ]; then
+		ip netns exec $B taskset -c 0 "$bin" flood rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 \
+			"$secs" "$bad" 1024 >"$tmp/$name.f" 2>&1 &
+		f=$!
+	fi
+	wait $s0 $s1 || return 1
+	if [ -n "$f" ]; then
+		wait $f || { cat "$tmp/$name.f"; return 1; }
+	fi
+	echo "$(cat "$tmp/$name.0") $(cat "$tmp/$name.1") \
+$(sed -n 's/^# flood: sent \([0-9]*\).*/\1/p' "$tmp/$name.f" 2>/dev/null || true)" >"$tmp/r.$name"
+}
+
+# with DRIVER NAME BAD: run NAME with a device of DRIVER (rxe or rrxe) on
+# the victim's end of the link, then the device and its module gone.
+with() {
+	local drv=$1 name=$2 bad=$3 ok=0
+	if [ "$drv" = rxe ]; then
+		modprobe rdma_rxe || return 1
+		ip netns exec $A rdma link add rrxtxe type rxe netdev rrxtva || return 1
+		wait_gid rrxtxe ffff:10.78.0.1 || return 1
+	else
+		load_rrxe || return 1
+		ip netns exec $A rdma link add rrxtse type "$RRXE_LINK_TYPE" netdev rrxtva || return 1
+		wait_gid rrxtse ffff:10.78.0.1 || return 1
+	fi
+	run "$name" "$bad" || ok=1
+	if [ "$drv" = rxe ]; then
+		ip netns exec $A rdma link delete rrxtxe && modprobe -r rdma_rxe || ok=1
+	else
+		ip netns exec $A rdma link delete rrxtse && unload_rrxe || ok=1
+	fi
+	return $ok
+}
+
+measure() {
+	local bad
+	run base || return 1
+	for bad in 1 0; do
+		run "none$bad" "$bad" || return 1
+		with rxe "rxe$bad.a" "$bad" && with rrxe "rrxe$bad.a" "$bad" &&
+			with rxe "rxe$bad.b" "$bad" && with rrxe "rrxe$bad.b" "$bad" || return 1
+	done
+}
+check "floods of wrong and valid ICRCs with no device, rdma_rxe and rrxe ($secs s each)" measure
+
+# kept BAD: compares rrxe's runs with rdma_rxe's for the flood BAD, and
+# prints the share of its baseline each busy process kept.
+kept() {
+	local bad=$1
+	# shellcheck disable=SC2016
+	awk -v slack=$slack -v bad="$bad" '
+		FNR == 1 { f = FILENAME; sub(/.*\/r\./, "", f); c0[f] = $1; c1[f] = $2; sent[f] = $3 }
+		function pct(a, b) { return b ? 100 * a / b : 0 }
+		function best(n, cpu,   a, b) {
+			a = cpu == 0 ? c0[n ".a"] : cpu == 1 ? c1[n ".a"] : c0[n ".a"] + c1[n ".a"]
+			b = cpu == 0 ? c0[n ".b"] : cpu == 1 ? c1[n ".b"] : c0[n ".b"] + c1[n ".b"]
+			return a > b ? a : b
+		}
+		END {
+			base[0] = c0["base"]; base[1] = c1["base"]; base[2] = c0["base"] + c1["base"]
+			if (!base[0] || !base[1]) { print "no baseline"; exit 1 }
+			printf "%s ICRCs: kept of the baseline (CPU 0, CPU 1, both):", bad ? "wrong" : "valid"
+			printf " no device %.0f%% %.0f%% %.0f%%;", pct(c0["none" bad], base[0]),
+				pct(c1["none" bad], base[1]), pct(c0["none" bad] + c1["none" bad], base[2])
+			for (d = 0; d < 2; d++) {
+				n = (d ? "rrxe" : "rxe") bad
+				printf " %s %.0f%% %.0f%% %.0f%% (sent %d, %d);", d ? "rrxe" : "rdma_rxe",
+					pct(best(n, 0), base[0]), pct(best(n, 1), base[1]), pct(best(n, 2), base[2]),
+					sent[n ".a"], sent[n ".b"]
+			}
+			printf "\n"
+			bad_cpu = ""
+			for (cpu = 0; cpu < 3; cpu++)
+				if (best("rrxe" bad, cpu) * 100 < best("rxe" bad, cpu) * (100 - slack))
+					bad_cpu = bad_cpu " " (cpu < 2 ? "CPU " cpu : "both")
+			if (bad_cpu != "") { print "rrxe kept less than rdma_rxe on" bad_cpu; exit 1 }
+		}' "$tmp"/r.*
+}
+check "wrong ICRCs: the busy processes keep with rrxe what they keep with rdma_rxe" kept 1
+kept 1 2>/dev/null | head -n1 | sed 's/^/# /'
+check "valid ICRCs to an unknown QP: the same" kept 0
+kept 0 2>/dev/null | head -n1 | sed 's/^/# /'
+check "no kernel report" no_kernel_report "$mark"
+
+rm -rf "$tmp"
+cleanup_net
+ktap_finished
