@@ -41,6 +41,8 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             QpState::Rts => {}
             QpState::Err => {
                 qpm::flush(s, &mut g);
+                drop(g);
+                qpm::flush_rest(s);
                 return Ok(());
             }
             _ => return Err(EINVAL),
@@ -85,6 +87,8 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
             let mut g = s.inner.lock();
             g.attrs.state = QpState::Err;
             qpm::flush(s, &mut g);
+            drop(g);
+            qpm::flush_rest(s);
             break;
         }
     }

@@ -213,8 +213,10 @@ fn to_err(s: &QpShared, rc: &mut ReqState, g: &mut QpInner) {
 }
 
 /// The responder's part of a move to ERR that the requester or completer
-/// made, run by them once they have dropped `req`.
+/// made, and the rest of its flush, run by them once they have dropped
+/// `req`.
 fn settle(s: &QpShared) {
+    qpm::flush_rest(s);
     if !s.rc.take_resp_err() {
         return;
     }

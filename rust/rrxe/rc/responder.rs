@@ -120,6 +120,7 @@ fn fail(s: &QpShared, rc: &mut RespState, p: &RcPkt<'_>, nak: Nak, st: u32) -> R
     }
     let msn = rc.msn;
     enter_err(s, &mut s.inner.lock());
+    crate::rrxe::qp::flush_rest(s);
     rc.on_error(s);
     // The requester's part (`resp` is taken before `req`).
     s.rc.req.lock().on_error();
