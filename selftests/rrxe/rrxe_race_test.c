@@ -15,12 +15,14 @@
  *                through the window's rkey must fail with
  *                REM_ACCESS_ERR, the memory unchanged.
  *   mw_rebind    a type 2 window's old rkey must not reach its next
- *                binding. QP b WRITEs through rkey K1 of a window that QP
- *                a bound; the test build of the module holds that WRITE
- *                after it found the window (test_hold_site), and meanwhile
- *                a invalidates K1 and binds the window again, over the
- *                same memory, with a new key. Released, the WRITE must
- *                fail with REM_ACCESS_ERR and leave the memory unchanged.
+ *                binding. QP b sends a FETCH_AND_ADD through rkey K1 of a
+ *                window that QP a bound (an atomic resolves its key once,
+ *                where a WRITE or READ resolves it again for each copy);
+ *                the test build of the module holds that resolution after
+ *                it found the window (test_hold_site), and meanwhile a
+ *                invalidates K1 and binds the window again, over the same
+ *                memory, with a new key. Released, the atomic must fail
+ *                with REM_ACCESS_ERR and leave the memory unchanged.
  *   flush_irqs   a QP moved to ERR with 32000 receives posted flushes them
  *                all (WR_FLUSH_ERR, each wr_id once) without keeping
  *                interrupts off for long: a thread on the other CPU sends
@@ -52,7 +54,11 @@
 #define WAIT_MS 10000
 #define MRLEN 65536
 #define MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-#define MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | MW_ACCESS | IBV_ACCESS_MW_BIND)
+#define MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | MW_ACCESS | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND)
+#define QP_ACCESS (MW_ACCESS | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* The rights bind() gives a window. */
+static unsigned int bind_access = MW_ACCESS;
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -91,7 +97,7 @@ struct pair {
 static int rc_connect(struct ibv_qp *q, uint32_t peer)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = MW_ACCESS };
+				 .qp_access_flags = QP_ACCESS };
 	int r;
 
 	r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
@@ -209,7 +215,7 @@ static int bind(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mw *mw, struct 
 		uint64_t len, enum ibv_wc_status *st)
 {
 	struct ibv_mw_bind_info bi = { .mr = mr, .addr = (uintptr_t)addr, .length = len,
-				       .mw_access_flags = len ? MW_ACCESS : 0 };
+				       .mw_access_flags = len ? bind_access : 0 };
 	uint32_t old = mw->rkey, nk = ibv_inc_rkey(old);
 	struct ibv_wc wc;
 	int r;
@@ -475,7 +481,7 @@ static long hook_hits(void)
 	return n;
 }
 
-struct held_write {
+struct held_op {
 	struct pair *p;
 	struct ibv_mr *lmr;
 	uint8_t *lbuf, *addr;
@@ -485,13 +491,14 @@ struct held_write {
 	int polled;
 };
 
-static void *held_write_thread(void *arg)
+static void *held_op_thread(void *arg)
 {
-	struct held_write *h = arg;
-	struct ibv_sge sge = { (uintptr_t)h->lbuf, 64, h->lmr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-				  .send_flags = IBV_SEND_SIGNALED,
-				  .wr = { .rdma = { .remote_addr = (uintptr_t)h->addr, .rkey = h->rkey } } }, *bad;
+	struct held_op *h = arg;
+	struct ibv_sge sge = { (uintptr_t)h->lbuf, 8, h->lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
+				  .wr = { .atomic = { .remote_addr = (uintptr_t)h->addr, .compare_add = 0x1111,
+						      .rkey = h->rkey } } }, *bad;
 
 	pin(0);
 	h->posted = ibv_post_send(h->p->b, &wr, &bad);
@@ -506,7 +513,7 @@ static int mode_mw_rebind(void)
 	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
 	struct ibv_mr *lmr = lbuf ? ibv_reg_mr(pd, lbuf, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	struct ibv_mr *mr = mem ? ibv_reg_mr(pd, mem, MRLEN, MR_ACCESS) : NULL;
-	struct held_write h = { 0 };
+	struct held_op h = { 0 };
 	enum ibv_wc_status st;
 	uint32_t old_key;
 	struct pair p;
@@ -521,6 +528,7 @@ static int mode_mw_rebind(void)
 	memset(lbuf, 0xee, 4096);
 	for (int k = 0; k < MRLEN; k++)
 		mem[k] = saved[k] = (uint8_t)(k * 13 + 1);
+	bind_access = QP_ACCESS;
 	if (pair_new(&p))
 		return 1;
 	pin(1);
@@ -531,20 +539,20 @@ static int mode_mw_rebind(void)
 	old_key = mw->rkey;
 	if (hook_set("test_hold_site", "1"))
 		FAIL("cannot set test_hold_site: %s", strerror(errno));
-	h = (struct held_write){ .p = &p, .lmr = lmr, .lbuf = lbuf, .addr = mem + 4096 + 64,
-				 .rkey = old_key };
-	if (pthread_create(&t, NULL, held_write_thread, &h)) {
+	h = (struct held_op){ .p = &p, .lmr = lmr, .lbuf = lbuf, .addr = mem + 4096 + 64,
+			      .rkey = old_key };
+	if (pthread_create(&t, NULL, held_op_thread, &h)) {
 		hook_set("test_hold_site", "0");
 		FAIL("pthread_create");
 	}
-	/* The WRITE found the window and is held before it looks at the binding. */
+	/* The atomic found the window and is held before it looks at the binding. */
 	end = now_ms() + WAIT_MS;
 	while (hook_hits() == hits && now_ms() < end)
 		usleep(1000);
 	if (hook_hits() == hits) {
 		hook_set("test_hold_site", "0");
 		pthread_join(t, NULL);
-		FAIL("the WRITE through rkey 0x%x never reached its key resolution (post: %s)", old_key,
+		FAIL("the atomic through rkey 0x%x never reached its key resolution (post: %s)", old_key,
 		     strerror(h.posted));
 	}
 	if (local_inv(p.a, p.acq, mw) || bind(p.a, p.acq, mw, mr, mem + 4096, 4096, &st)) {
@@ -557,17 +565,17 @@ static int mode_mw_rebind(void)
 	if (st != IBV_WC_SUCCESS)
 		FAIL("bind the window again: %s", ibv_wc_status_str(st));
 	if (h.posted)
-		FAIL("post the WRITE through the window: %s", strerror(h.posted));
+		FAIL("post the atomic through the window: %s", strerror(h.posted));
 	if (h.polled || h.wc.wr_id != 3)
-		FAIL("the held WRITE did not complete");
+		FAIL("the held atomic did not complete");
 	if (h.wc.status != IBV_WC_REM_ACCESS_ERR)
-		FAIL("a WRITE through rkey 0x%x, held while the window was invalidated and bound again as 0x%x, completed with %s, not REM_ACCESS_ERR",
+		FAIL("a FETCH_AND_ADD through rkey 0x%x, held while the window was invalidated and bound again as 0x%x, completed with %s, not REM_ACCESS_ERR",
 		     old_key, mw->rkey, ibv_wc_status_str(h.wc.status));
 	usleep(1000);
 	if (memcmp(mem, saved, MRLEN))
-		FAIL("a WRITE through the window's old rkey 0x%x reached its new binding (0x%x): the memory changed",
+		FAIL("a FETCH_AND_ADD through the window's old rkey 0x%x reached its new binding (0x%x): the memory changed",
 		     old_key, mw->rkey);
-	printf("mw_rebind: the WRITE through old rkey 0x%x was refused (%s) after the window was bound again as 0x%x; memory unchanged\n",
+	printf("mw_rebind: the FETCH_AND_ADD through old rkey 0x%x was refused (%s) after the window was bound again as 0x%x; memory unchanged\n",
 	       old_key, ibv_wc_status_str(h.wc.status), mw->rkey);
 	return 0;
 }

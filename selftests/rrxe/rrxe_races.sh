@@ -4,7 +4,7 @@
 # bound (type 2 through the send queue, type 1 with ibv_bind_mw) while
 # another thread deregisters its MR: the window is never left bound to a
 # deregistered MR, and its rkey then refuses remote access. A type 2
-# window invalidated and bound again while a WRITE through its old rkey is
+# window invalidated and bound again while an atomic through its old rkey is
 # held (by the test build's hook) between finding the window and using
 # its binding: the old rkey is refused. A QP moved to ERR with 32000
 # receives posted flushes them all without keeping interrupts off on its
@@ -48,7 +48,7 @@ summary
 rebind_race() {
 	timeout 120 "$bin" rrxera0 mw_rebind >"$tmp/summary" 2>&1
 }
-check "a WRITE through a type 2 window's old rkey, held while the window is bound again, is refused" \
+check "an atomic through a type 2 window's old rkey, held while the window is bound again, is refused" \
 	race rebind_race
 summary
 

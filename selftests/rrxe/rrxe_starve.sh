@@ -8,7 +8,7 @@
 # then with valid ones (rrxe_wire_fuzz flood). The same runs are made with
 # no RDMA device on the netdev, with an rdma_rxe device and with an rrxe
 # device, alternating rdma_rxe and rrxe, and each busy process's rounds
-# are compared with its rounds without a flood. The flood's work must be
+# are compared with its rounds without a flood just before and just after. The flood's work must be
 # scheduled like the network stack's own: with rrxe, the busy processes
 # keep at least what they keep with rdma_rxe (the better of two runs
 # each, with a tenth of slack for the emulator's noise), on each CPU and
@@ -38,31 +38,31 @@ tmp=$(mktemp -d)
 mark=$(kmsg_mark)
 
 # run NAME [BAD]: the busy processes for $secs seconds, with a flood of
-# wrong (BAD 1) or valid (BAD 0) ICRCs when BAD is given; their rounds go
-# to $tmp/r.NAME as "CPU0 CPU1 SENT".
+# wrong (BAD 1) or valid (BAD 0) ICRCs when BAD is given; a line
+# "NAME CPU0 CPU1 SENT" is added to $tmp/runs.
 run() {
-	local name=$1 bad=${2:-} s0 s1 f=
-	taskset -c 0 "$bin" spin "$secs" >"$tmp/$name.0" &
+	local name=$1 bad=${2:-} s0 s1 f='' sent=0
+	taskset -c 0 "$bin" spin "$secs" >"$tmp/c0" &
 	s0=$!
-	taskset -c 1 "$bin" spin "$secs" >"$tmp/$name.1" &
+	taskset -c 1 "$bin" spin "$secs" >"$tmp/c1" &
 	s1=$!
 	if [ -n "$bad" ]; then
 		ip netns exec $B taskset -c 0 "$bin" flood rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 \
-			"$secs" "$bad" 1024 >"$tmp/$name.f" 2>&1 &
+			"$secs" "$bad" 1024 >"$tmp/f" 2>&1 &
 		f=$!
 	fi
 	wait $s0 $s1 || return 1
 	if [ -n "$f" ]; then
-		wait $f || { cat "$tmp/$name.f"; return 1; }
+		wait $f || { cat "$tmp/f"; return 1; }
+		sent=$(sed -n 's/^# flood: sent \([0-9]*\).*/\1/p' "$tmp/f")
 	fi
-	echo "$(cat "$tmp/$name.0") $(cat "$tmp/$name.1") \
-$(sed -n 's/^# flood: sent \([0-9]*\).*/\1/p' "$tmp/$name.f" 2>/dev/null || true)" >"$tmp/r.$name"
+	echo "$name $(cat "$tmp/c0") $(cat "$tmp/c1") $sent" >>"$tmp/runs"
 }
 
-# with DRIVER NAME BAD: run NAME with a device of DRIVER (rxe or rrxe) on
-# the victim's end of the link, then the device and its module gone.
+# with DRIVER BAD: a run with a device of DRIVER (rxe or rrxe) on the
+# victim's end of the link, then the device and its module gone.
 with() {
-	local drv=$1 name=$2 bad=$3 ok=0
+	local drv=$1 bad=$2 ok=0
 	if [ "$drv" = rxe ]; then
 		modprobe rdma_rxe || return 1
 		ip netns exec $A rdma link add rrxtxe type rxe netdev rrxtva || return 1
@@ -72,7 +72,7 @@ with() {
 		ip netns exec $A rdma link add rrxtse type "$RRXE_LINK_TYPE" netdev rrxtva || return 1
 		wait_gid rrxtse ffff:10.78.0.1 || return 1
 	fi
-	run "$name" "$bad" || ok=1
+	run "$drv$bad" "$bad" || ok=1
 	if [ "$drv" = rxe ]; then
 		ip netns exec $A rdma link delete rrxtxe && modprobe -r rdma_rxe || ok=1
 	else
@@ -81,49 +81,59 @@ with() {
 	return $ok
 }
 
+# Every flood run sits between two runs without a flood, its baselines:
+# the emulator's speed drifts with the host's load, and a run is compared
+# with what the busy processes did just before and just after it.
 measure() {
 	local bad
+	: >"$tmp/runs"
 	run base || return 1
 	for bad in 1 0; do
-		run "none$bad" "$bad" || return 1
-		with rxe "rxe$bad.a" "$bad" && with rrxe "rrxe$bad.a" "$bad" &&
-			with rxe "rxe$bad.b" "$bad" && with rrxe "rrxe$bad.b" "$bad" || return 1
+		run "none$bad" "$bad" && run base &&
+			with rxe "$bad" && run base && with rrxe "$bad" && run base &&
+			with rxe "$bad" && run base && with rrxe "$bad" && run base || return 1
 	done
 }
 check "floods of wrong and valid ICRCs with no device, rdma_rxe and rrxe ($secs s each)" measure
 
 # kept BAD: compares rrxe's runs with rdma_rxe's for the flood BAD, and
-# prints the share of its baseline each busy process kept.
+# prints the share of its baselines each busy process kept (the better
+# of the two runs of each driver).
 kept() {
 	local bad=$1
-	# shellcheck disable=SC2016
 	awk -v slack=$slack -v bad="$bad" '
-		FNR == 1 { f = FILENAME; sub(/.*\/r\./, "", f); c0[f] = $1; c1[f] = $2; sent[f] = $3 }
-		function pct(a, b) { return b ? 100 * a / b : 0 }
-		function best(n, cpu,   a, b) {
-			a = cpu == 0 ? c0[n ".a"] : cpu == 1 ? c1[n ".a"] : c0[n ".a"] + c1[n ".a"]
-			b = cpu == 0 ? c0[n ".b"] : cpu == 1 ? c1[n ".b"] : c0[n ".b"] + c1[n ".b"]
-			return a > b ? a : b
+		{ name[NR] = $1; c0[NR] = $2; c1[NR] = $3; sent[NR] = $4 }
+		function share(i, cpu,   b, v) {
+			b = cpu == 0 ? c0[i - 1] + c0[i + 1] : cpu == 1 ? c1[i - 1] + c1[i + 1] : \
+				c0[i - 1] + c0[i + 1] + c1[i - 1] + c1[i + 1]
+			v = cpu == 0 ? c0[i] : cpu == 1 ? c1[i] : c0[i] + c1[i]
+			return b ? 200 * v / b : 0
 		}
 		END {
-			base[0] = c0["base"]; base[1] = c1["base"]; base[2] = c0["base"] + c1["base"]
-			if (!base[0] || !base[1]) { print "no baseline"; exit 1 }
-			printf "%s ICRCs: kept of the baseline (CPU 0, CPU 1, both):", bad ? "wrong" : "valid"
-			printf " no device %.0f%% %.0f%% %.0f%%;", pct(c0["none" bad], base[0]),
-				pct(c1["none" bad], base[1]), pct(c0["none" bad] + c1["none" bad], base[2])
-			for (d = 0; d < 2; d++) {
-				n = (d ? "rrxe" : "rxe") bad
-				printf " %s %.0f%% %.0f%% %.0f%% (sent %d, %d);", d ? "rrxe" : "rdma_rxe",
-					pct(best(n, 0), base[0]), pct(best(n, 1), base[1]), pct(best(n, 2), base[2]),
-					sent[n ".a"], sent[n ".b"]
+			for (i = 2; i < NR; i++) {
+				n = name[i]
+				if (n != "rxe" bad && n != "rrxe" bad && n != "none" bad)
+					continue
+				if (name[i - 1] != "base" || name[i + 1] != "base") { print "a run without its baselines"; exit 1 }
+				runs[n] = runs[n] " " sent[i]
+				for (cpu = 0; cpu < 3; cpu++)
+					if (share(i, cpu) > best[n, cpu])
+						best[n, cpu] = share(i, cpu)
+			}
+			printf "%s ICRCs: kept of the baselines (CPU 0, CPU 1, both):", bad ? "wrong" : "valid"
+			split("none rxe rrxe", d, " ")
+			split("no device,rdma_rxe,rrxe", label, ",")
+			for (k = 1; k <= 3; k++) {
+				n = d[k] bad
+				printf " %s %.0f%% %.0f%% %.0f%% (sent%s);", label[k], best[n, 0], best[n, 1], best[n, 2], runs[n]
 			}
 			printf "\n"
 			bad_cpu = ""
 			for (cpu = 0; cpu < 3; cpu++)
-				if (best("rrxe" bad, cpu) * 100 < best("rxe" bad, cpu) * (100 - slack))
+				if (best["rrxe" bad, cpu] < best["rxe" bad, cpu] * (100 - slack) / 100)
 					bad_cpu = bad_cpu " " (cpu < 2 ? "CPU " cpu : "both")
 			if (bad_cpu != "") { print "rrxe kept less than rdma_rxe on" bad_cpu; exit 1 }
-		}' "$tmp"/r.*
+		}' "$tmp/runs"
 }
 check "wrong ICRCs: the busy processes keep with rrxe what they keep with rdma_rxe" kept 1
 kept 1 2>/dev/null | head -n1 | sed 's/^/# /'

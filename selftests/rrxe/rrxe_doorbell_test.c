@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rrxe_doorbell_test DEV MODE ...: a doorbell (ibv_post_send) returns
+ * promptly whatever it was asked to send, and the transfer goes on after
+ * it. QPs of one device, through stock libibverbs + librxe.
+ *
+ *   uc LIMIT_MS    one UC SEND of 256 MiB: ibv_post_send returns within
+ *                  LIMIT_MS; the SEND and its receive complete, the data
+ *                  arrives byte for byte.
+ *   rc LIMIT_MS    the same for one RC RDMA WRITE of 256 MiB.
+ *   busy FD        writes a byte to FD, posts 32 UC SENDs of 256 MiB in
+ *                  one call (8 GiB, many seconds of copying), and polls
+ *                  its CQs until it is killed (the script kills it, or
+ *                  deletes its device, while the transfer runs, in the
+ *                  doorbell if that is where it runs).
+ *
+ * Prints what went wrong and exits non-zero on failure.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rrxe_test.h"
+
+#define LEN (256u << 20)
+#define WAIT_MS 120000
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static union ibv_gid gid;
+static int gid_index;
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+/* Polls `cq` for one completion, up to WAIT_MS: 0 got one, -1 not. */
+static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	long end = now_us() + WAIT_MS * 1000L;
+
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n == 1)
+			return 0;
+		if (n < 0 || now_us() > end)
+			return -1;
+		usleep(1000);
+	}
+}
+
+static int connect_qp(struct ibv_qp *q, uint32_t peer, int rc)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	int r;
+
+	r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_4096;
+	a.dest_qp_num = peer;
+	a.rq_psn = 9;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			       IBV_QP_RQ_PSN |
+			       (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 9;
+	a.max_rd_atomic = 1;
+	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			       (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_MAX_QP_RD_ATOMIC : 0));
+	if (r)
+		FAIL("connect QP %u: %s", q->qp_num, strerror(r));
+	return 0;
+}
+
+struct pair {
+	struct ibv_qp *a, *b;
+	struct ibv_cq *acq, *bcq;
+	uint8_t *src, *dst;
+	struct ibv_mr *smr, *dmr;
+};
+
+static int pair_new(struct pair *p, int rc)
+{
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 1,
+						.max_recv_sge = 1 },
+				       .qp_type = rc ? IBV_QPT_RC : IBV_QPT_UC };
+
+	p->src = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p->dst = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p->src == MAP_FAILED || p->dst == MAP_FAILED)
+		FAIL("mmap: %s", strerror(errno));
+	for (size_t i = 0; i < LEN; i += 8)
+		*(uint64_t *)(p->src + i) = i * 0x9e3779b97f4a7c15ull + 1;
+	memset(p->dst, 0, LEN);
+	p->smr = ibv_reg_mr(pd, p->src, LEN, IBV_ACCESS_LOCAL_WRITE);
+	p->dmr = ibv_reg_mr(pd, p->dst, LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	p->acq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	p->bcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	if (!p->smr || !p->dmr || !p->acq || !p->bcq)
+		FAIL("MRs, CQs: %s", strerror(errno));
+	ia.send_cq = ia.recv_cq = p->acq;
+	p->a = ibv_create_qp(pd, &ia);
+	ia.send_cq = ia.recv_cq = p->bcq;
+	p->b = ibv_create_qp(pd, &ia);
+	if (!p->a || !p->b)
+		FAIL("QPs: %s", strerror(errno));
+	return connect_qp(p->a, p->b->qp_num, rc) || connect_qp(p->b, p->a->qp_num, rc);
+}
+
+static int post_recvs(struct pair *p, int n)
+{
+	struct ibv_sge s = { (uintptr_t)p->dst, LEN, p->dmr->lkey };
+	struct ibv_recv_wr w = { .sg_list = &s, .num_sge = 1 }, *bad;
+
+	for (int i = 0; i < n; i++) {
+		w.wr_id = 100 + i;
+		if (ibv_post_recv(p->b, &w, &bad))
+			FAIL("post a receive: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* One WQE of 256 MiB: the doorbell's time, then the transfer's outcome. */
+static int one(int rc, long limit_ms)
+{
+	struct pair p = { 0 };
+	struct ibv_sge s;
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	long t0, post_us, done_us;
+	int r;
+
+	if (pair_new(&p, rc) || (!rc && post_recvs(&p, 1)))
+		return 1;
+	s = (struct ibv_sge){ (uintptr_t)p.src, LEN, p.smr->lkey };
+	if (rc) {
+		w.opcode = IBV_WR_RDMA_WRITE;
+		w.wr.rdma.remote_addr = (uintptr_t)p.dst;
+		w.wr.rdma.rkey = p.dmr->rkey;
+	} else {
+		w.opcode = IBV_WR_SEND;
+	}
+	t0 = now_us();
+	r = ibv_post_send(p.a, &w, &bad);
+	post_us = now_us() - t0;
+	if (r)
+		FAIL("post the %s: %s", rc ? "RC WRITE" : "UC SEND", strerror(r));
+	if (poll1(p.acq, &wc) || wc.wr_id != 1)
+		FAIL("the %s did not complete", rc ? "RC WRITE" : "UC SEND");
+	if (wc.status != IBV_WC_SUCCESS)
+		FAIL("the %s completed with %s", rc ? "RC WRITE" : "UC SEND", ibv_wc_status_str(wc.status));
+	if (!rc) {
+		if (poll1(p.bcq, &wc) || wc.wr_id != 100 || wc.status != IBV_WC_SUCCESS ||
+		    wc.byte_len != LEN)
+			FAIL("the receive did not complete with the whole SEND");
+	}
+	done_us = now_us() - t0;
+	if (memcmp(p.src, p.dst, LEN))
+		FAIL("the 256 MiB %s did not arrive byte for byte", rc ? "RC WRITE" : "UC SEND");
+	printf("%s of 256 MiB: ibv_post_send returned in %ld us; the transfer completed in %ld ms, verified\n",
+	       rc ? "RC WRITE" : "UC SEND", post_us, done_us / 1000);
+	if (post_us > limit_ms * 1000)
+		FAIL("ibv_post_send of one %s of 256 MiB took %ld us, more than %ld ms",
+		     rc ? "RC WRITE" : "UC SEND", post_us, limit_ms);
+	return 0;
+}
+
+static int busy(int fd)
+{
+	struct pair p = { 0 };
+	struct ibv_sge s;
+	struct ibv_send_wr w[32], *bad;
+	struct ibv_wc wc[32];
+	int r;
+
+	if (pair_new(&p, 0) || post_recvs(&p, 32))
+		return 1;
+	s = (struct ibv_sge){ (uintptr_t)p.src, LEN, p.smr->lkey };
+	for (int i = 0; i < 32; i++)
+		w[i] = (struct ibv_send_wr){ .wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+					     .send_flags = IBV_SEND_SIGNALED, .next = i < 31 ? &w[i + 1] : NULL };
+	if (write(fd, "p", 1) != 1)
+		FAIL("write to the script");
+	r = ibv_post_send(p.a, w, &bad);
+	if (r)
+		FAIL("post 32 UC SENDs of 256 MiB: %s", strerror(r));
+	for (;;) {
+		ibv_poll_cq(p.acq, 32, wc);
+		ibv_poll_cq(p.bcq, 32, wc);
+		usleep(1000);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4)
+		FAIL("usage: %s DEV uc|rc LIMIT_MS | DEV busy FD", argv[0]);
+	ctx = rrxe_open(argv[1]);
+	if (!ctx)
+		FAIL("cannot open %s", argv[1]);
+	pd = ibv_alloc_pd(ctx);
+	gid_index = rrxe_ipv4_gid(ctx, &gid);
+	if (!pd || gid_index < 0)
+		FAIL("PD or IPv4 GID");
+	if (!strcmp(argv[2], "uc") || !strcmp(argv[2], "rc"))
+		return one(argv[2][0] == 'r', atol(argv[3]));
+	if (!strcmp(argv[2], "busy"))
+		return busy(atoi(argv[3]));
+	FAIL("unknown mode %s", argv[2]);
+}
