@@ -3,7 +3,10 @@
 # make [KDIR=/path/to/linux-7.3-build]   build rrxe.ko in this directory
 #                                         against a 7.3 tree with CONFIG_RUST=y
 #                                         (default: the cached test kernel,
-#                                         built on first use)
+#                                         built on first use); a wrong tree
+#                                         (not 7.3, no Rust, headers only,
+#                                         another rustc) stops it at once,
+#                                         with the reason (tools/check-kdir)
 # make run                                set up, build, boot a guest, show rrxe0
 # make lint                               rustfmt, clippy (module and host crate)
 #                                         and shellcheck; the first step of make test
@@ -44,6 +47,7 @@ all: modules
 modules:
 	@set -e; source $(TOOLS)/lib.sh; \
 	kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=$$($(TOOLS)/build-kernel --print-dir); \
+	$(TOOLS)/check-kdir "$$kdir"; \
 	llvm=; grep -q '^CONFIG_CC_IS_CLANG=y' "$$kdir/.config" && llvm=LLVM=-19; \
 	$(MAKE) -C "$$kdir" M=$(CURDIR) $$llvm RUSTC="$$RUSTC" RUSTDOC="$$RUSTDOC" \
 		BINDGEN="$$BINDGEN" LIBCLANG_PATH="$$LIBCLANG_PATH" modules
