@@ -5,7 +5,7 @@
 #                                         (default: the cached test kernel,
 #                                         built on first use); a wrong tree
 #                                         (not 7.3, no Rust, headers only,
-#                                         another rustc) stops it at once,
+#                                         another rustc) is refused at once,
 #                                         with the reason (tools/check-kdir)
 # make install                            build, then install rrxe.ko into
 #                                         KDIR's kernel's module tree,
