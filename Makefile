@@ -3,7 +3,25 @@
 # make [KDIR=/path/to/linux-7.3-build]   build rrxe.ko in this directory
 #                                         against a 7.3 tree with CONFIG_RUST=y
 #                                         (default: the cached test kernel,
-#                                         built on first use)
+#                                         built on first use); a wrong tree
+#                                         (not 7.3, no Rust, headers only,
+#                                         another rustc) is refused at once,
+#                                         with the reason (tools/check-kdir)
+# make install                            build, then install rrxe.ko into
+#                                         KDIR's kernel's module tree,
+#                                         lib/modules/<its release>/updates,
+#                                         and run depmod for that release;
+#                                         INSTALL_MOD_PATH=/root/of/staging
+#                                         installs under another root,
+#                                         INSTALL_MOD_DIR into another
+#                                         directory (extra)
+# make install-dropin                     install, plus etc/modprobe.d/
+#                                         rrxe-as-rdma_rxe.conf (under
+#                                         INSTALL_MOD_PATH): rrxe answers for
+#                                         rdma_rxe
+# make uninstall                          remove what both installed (same
+#                                         KDIR, INSTALL_MOD_PATH and
+#                                         INSTALL_MOD_DIR), then depmod
 # make run                                set up, build, boot a guest, show rrxe0
 # make lint                               rustfmt, clippy (module and host crate)
 #                                         and shellcheck; the first step of make test
@@ -37,16 +55,49 @@
 TOOLS := $(CURDIR)/tools
 SHELL := /bin/bash
 
-.PHONY: all modules setup lint run test test-debug test-all clean kernel debug-kernel bench
+.PHONY: all modules install install-dropin uninstall setup lint run test test-debug test-all \
+	clean kernel debug-kernel bench
 
 all: modules
 
+# Recipe openings. kdir_pick sets $kdir: KDIR, or the cached test kernel
+# (built on first use); kdir_rel sets $rel, its kernelrelease (not the
+# running kernel's). kbuild_setup checks the tree first (tools/check-kdir)
+# and sets $kbuild, the arguments of a kbuild run against it.
+kdir_pick = set -e; source $(TOOLS)/lib.sh; \
+	kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=$$($(TOOLS)/build-kernel --print-dir)
+kdir_rel = rel=$$($(MAKE) -s --no-print-directory -C "$$kdir" kernelrelease)
+kbuild_setup = $(kdir_pick); $(TOOLS)/check-kdir "$$kdir"; \
+	llvm=(); grep -q '^CONFIG_CC_IS_CLANG=y' "$$kdir/.config" && llvm=(LLVM=-19); \
+	kbuild=(-C "$$kdir" M=$(CURDIR) "$${llvm[@]}" RUSTC="$$RUSTC" RUSTDOC="$$RUSTDOC" \
+		BINDGEN="$$BINDGEN" LIBCLANG_PATH="$$LIBCLANG_PATH")
+
+# Kbuild installs under INSTALL_MOD_PATH from KDIR's directory: make it
+# absolute. depmod lives in /sbin, which a user's PATH may lack.
+INSTALL_MOD_DIR ?= updates
+mod_root = $(if $(INSTALL_MOD_PATH),$(abspath $(INSTALL_MOD_PATH)))
+depmod = PATH="$$PATH:/usr/sbin:/sbin" depmod -a $(if $(mod_root),-b "$(mod_root)") "$$rel"
+dropin = $(TOOLS)/modprobe/rrxe-as-rdma_rxe.conf
+
 modules:
-	@set -e; source $(TOOLS)/lib.sh; \
-	kdir="$(KDIR)"; [ -n "$$kdir" ] || kdir=$$($(TOOLS)/build-kernel --print-dir); \
-	llvm=; grep -q '^CONFIG_CC_IS_CLANG=y' "$$kdir/.config" && llvm=LLVM=-19; \
-	$(MAKE) -C "$$kdir" M=$(CURDIR) $$llvm RUSTC="$$RUSTC" RUSTDOC="$$RUSTDOC" \
-		BINDGEN="$$BINDGEN" LIBCLANG_PATH="$$LIBCLANG_PATH" modules
+	@$(kbuild_setup); $(MAKE) "$${kbuild[@]}" modules
+
+install: modules
+	@$(kbuild_setup); $(kdir_rel); \
+	$(MAKE) "$${kbuild[@]}" INSTALL_MOD_PATH="$(mod_root)" INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)" \
+		modules_install; \
+	$(depmod); \
+	echo "rrxe: installed in $(mod_root)/lib/modules/$$rel/$(INSTALL_MOD_DIR)"
+
+install-dropin: install
+	install -D -m 0644 $(dropin) "$(mod_root)/etc/modprobe.d/$(notdir $(dropin))"
+
+uninstall:
+	@$(kdir_pick); $(kdir_rel); dir="$(mod_root)/lib/modules/$$rel"; \
+	rm -fv "$$dir/$(INSTALL_MOD_DIR)"/rrxe.ko{,.gz,.xz,.zst} \
+		"$(mod_root)/etc/modprobe.d/$(notdir $(dropin))"; \
+	rmdir --ignore-fail-on-non-empty "$$dir/$(INSTALL_MOD_DIR)" 2>/dev/null || true; \
+	if [ -d "$$dir" ]; then $(depmod); fi
 
 setup:
 	$(TOOLS)/setup-host
