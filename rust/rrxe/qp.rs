@@ -212,7 +212,7 @@ impl QpShared {
         if self.ty == QpType::Rc {
             crate::rrxe::rc::run_replies(dev, self);
         }
-        let _ = crate::rrxe::sq::process_sq(dev, self);
+        let _ = crate::rrxe::sq::process_sq(dev, self, crate::rrxe::sq::Runner::Task);
     }
 
     /// Whether the RC timer fired since the last call (which clears it).

@@ -20,7 +20,64 @@ use crate::rrxe::{
     qp::{self as qpm, QpShared},
     rc, uc, ud,
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    time::{Delta, Instant, Monotonic},
+};
+
+/// Who works through a send queue.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// A doorbell: a process's `ibv_post_send`, inside its system call.
+    Doorbell,
+    /// The QP's send task (a kworker), or the receive path running it.
+    Task,
+}
+
+/// How long one run of a send queue works before it leaves the rest to the
+/// QP's send task: a doorbell returns to its caller within about this
+/// (whatever it was asked to send), and the task, run again, lets others
+/// have its worker between runs.
+const RUN_TIME: Delta = Delta::from_micros(1000);
+
+/// A UC message longer than this is never started in a doorbell: its
+/// packets go out one after another without a stop, so the send task
+/// sends it.
+pub const DOORBELL_MSG_BYTES: u64 = 64 << 10;
+
+/// The time one run of a send queue has (see [`RUN_TIME`]).
+pub struct RunBudget {
+    start: Instant<Monotonic>,
+    checks: u32,
+    spent: bool,
+}
+
+impl RunBudget {
+    /// A run's budget, from now.
+    pub fn new() -> Self {
+        Self {
+            start: Instant::<Monotonic>::now(),
+            checks: 0,
+            spent: false,
+        }
+    }
+
+    /// Whether the run should stop here and leave the rest to the send
+    /// task: its time is up, or the process it runs in has a signal
+    /// pending (a doorbell must not keep a killed process in the kernel).
+    /// The clock is read every fourth call.
+    pub fn spent(&mut self) -> bool {
+        if self.spent {
+            return true;
+        }
+        self.checks = self.checks.wrapping_add(1);
+        if self.checks % 4 == 0 {
+            self.spent = self.start.elapsed() > RUN_TIME || kernel::current!().signal_pending();
+        }
+        self.spent
+    }
+}
 
 /// The user doorbell: processes the send queue up to the producer index.
 /// `EINVAL` below RTS (as rxe); in ERR, posted WQEs are flushed. What its
@@ -29,12 +86,13 @@ use kernel::{prelude::*, sync::Arc};
 /// ACK take no context switch.
 pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
     let _in_place = crate::ib::net::ReceiveInPlace::begin();
-    process_sq(q.device(), &q.data().shared)
+    process_sq(q.device(), &q.data().shared, Runner::Doorbell)
 }
 
 /// Works through a QP's send queue (the user doorbell, and the QP's send
-/// task). RC QPs have their own engine (`rc`).
-pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
+/// task) for at most one [`RunBudget`], then leaves the rest to the send
+/// task. RC QPs have their own engine (`rc`).
+pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Result {
     {
         let mut g = s.inner.lock();
         match g.attrs.state {
@@ -49,8 +107,9 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         }
     }
     let ty = s.ty;
+    let mut budget = RunBudget::new();
     if ty == QpType::Rc {
-        return rc::run(dev, s);
+        return rc::run(dev, s, &mut budget);
     }
     // One doorbell at a time works through a QP's send queue.
     let mut bufs = s.send_lock.lock();
@@ -65,9 +124,25 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     // cannot keep the kernel here. Later WQEs have their own doorbell.
     for _ in 0..geo.slots() {
         crate::ib::cond_resched();
+        if budget.spent() {
+            s.kick();
+            break;
+        }
         let (attrs, signaled) = {
             let mut g = s.inner.lock();
-            if g.attrs.state != QpState::Rts || !g.sq.pop(slot) {
+            if g.attrs.state != QpState::Rts {
+                break;
+            }
+            if runner == Runner::Doorbell
+                && ty == QpType::Uc
+                && g.sq.peek(0, slot)
+                && long_uc(s, slot)
+            {
+                drop(g);
+                s.kick();
+                break;
+            }
+            if !g.sq.pop(slot) {
                 break;
             }
             (g.attrs, s.sig_all)
@@ -93,6 +168,17 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
         }
     }
     Ok(())
+}
+
+/// Whether the UC WQE in `slot` carries more than [`DOORBELL_MSG_BYTES`].
+fn long_uc(s: &QpShared, slot: &[u8]) -> bool {
+    wqe::parse_send(
+        slot,
+        Transport::Uc,
+        s.cap.max_send_sge,
+        s.cap.max_inline_data,
+    )
+    .is_ok_and(|w| w.payload.bytes() > DOORBELL_MSG_BYTES)
 }
 
 /// What a doorbell works in, under a QP's `send_lock`: the WQE copied out

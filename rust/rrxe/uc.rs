@@ -181,6 +181,13 @@ fn send_packets(
     for i in 0..n {
         // A message may be a million packets: let others run between them.
         crate::ib::cond_resched();
+        // This QP destroyed mid-message (its process killed, its device
+        // deleted): the rest is not sent, and the destruction, which waits
+        // for this run, goes on at once.
+        if s.is_dead() {
+            st = status::WR_FLUSH_ERR;
+            break;
+        }
         // A local peer destroyed mid-message (its process killed, say)
         // takes nothing more: the rest of the message is lost, as it would
         // be on the wire, and the QP is let go at once.

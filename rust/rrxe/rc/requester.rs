@@ -25,7 +25,7 @@ use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     gso, mr, mw, net,
     qp::{QpInner, QpShared},
-    sq::{size_slot, take_send},
+    sq::{size_slot, take_send, RunBudget},
     tx::{self, Packet, Src},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -67,14 +67,14 @@ impl Burst {
 
 /// Runs the requester (the doorbell, and the QP's task): timers first,
 /// then packets until the send queue is empty or the requester must wait.
-pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
-    let r = drive(dev, s);
+pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>, time: &mut RunBudget) -> Result {
+    let r = drive(dev, s, time);
     settle(s);
     r
 }
 
 /// [`run`], up to the responder's part of a move to ERR.
-fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
+fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>, time: &mut RunBudget) -> Result {
     let mut bufs = s.send_lock.lock();
     if s.is_dead() {
         return Ok(());
@@ -93,6 +93,12 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>) -> Result {
     let mut receive = false;
     loop {
         crate::ib::cond_resched();
+        // Out of time (or the doorbell's process is being killed): the
+        // send task goes on from here.
+        if time.spent() {
+            s.kick();
+            break;
+        }
         let (step, a) = {
             let mut rc = s.rc.req.lock();
             let mut g = s.inner.lock();
