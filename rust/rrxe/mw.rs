@@ -126,6 +126,12 @@ pub(crate) fn resolve(
     crate::ib::testhook::hold(crate::ib::testhook::Site::MwResolve);
     let (mr, mr_iova) = {
         let b = w.bind.lock();
+        // Again under the binding's lock, which every change of key takes:
+        // the look above may be older than an invalidation and a new bind,
+        // and the old key must not reach the new binding.
+        if w.rkey.load(Ordering::Acquire) != key {
+            return Err(EINVAL);
+        }
         let bound = b.binding.as_ref();
         let mr_iova = mw::check_use(
             w.ty,
@@ -193,6 +199,11 @@ pub fn bind_mw(
     let new_key = (mw_rkey & !0xff) | (rkey & 0xff);
     let old = {
         let mut b = w.bind.lock();
+        // Again under the lock that every change of key takes (see
+        // `resolve`).
+        if w.rkey.load(Ordering::Acquire) != mw_rkey {
+            return Err(LocalOpError::BadKey);
+        }
         match (w.ty, b.state) {
             (MwType::Type1, MwState::Valid) | (MwType::Type2, MwState::Free) => {}
             _ => return Err(LocalOpError::Refused),
@@ -246,6 +257,11 @@ pub(crate) fn invalidate(
     }
     let old = {
         let mut b = w.bind.lock();
+        // Again under the lock that every change of key takes (see
+        // `resolve`).
+        if w.rkey.load(Ordering::Acquire) != rkey {
+            return Err(LocalOpError::BadKey);
+        }
         if b.state != MwState::Valid {
             return Err(LocalOpError::Refused);
         }
