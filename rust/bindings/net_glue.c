@@ -10,33 +10,31 @@
  * reused), not a pointer to the namespace.
  *
  * Packets arrive in softirq: the encap callback resolves the RXE-driver
- * device of the ingress netdev (taking a reference), queues the skb on
- * one of the two lanes of that device's receive queue (RC responses, and
- * the rest: see struct rrxe_rxq) and kicks the lane's worker (unless a
- * context drains the queue already: see rrxe_rxq_kick), which hands
- * each packet to the Rust receive path in process context. Each device has
- * its own queue and worker (struct rrxe_rxq, made and freed by the Rust
- * side with the device), so that a flood at one device is not a queue in
- * front of the others' packets. A queue holds at most rx_queue_kib KiB
- * (skb truesize; 32 MiB by default): room for the windows of 16 RC QPs (128
- * packets each) at a 4 KiB MTU in virtio-net's 9 KiB receive buffers,
- * which wait there when the device's one CPU is slower than its senders
- * (8 MiB dropped some of 8 such QPs' packets). Later packets are dropped
- * and counted as a full socket buffer drops and counts them: in the
- * socket's drops and the namespace's UDP RcvbufErrors and InErrors (see
- * rrxe_rx_full), where `nstat` and the benches look. Its work takes at
- * most RRXE_RX_BATCH packets per run, then queues itself again, so that a
- * flood cannot keep one run going.
+ * device of the ingress netdev (taking a reference) and hands the packet
+ * to the driver's accept callback, which checks what can be checked there
+ * without sleeping (headers, ICRC, destination GID). A packet it refuses
+ * is dropped in the softirq, so the cost of a flood of bad packets lands
+ * where the kernel accounts for the rest of the network's receive work
+ * (the interrupted task, or ksoftirqd under load), as it does for
+ * rdma_rxe. An accepted packet is queued on one of the two lanes of that
+ * device's receive queue (RC responses, and the rest: see struct
+ * rrxe_rxq) and the lane's worker is kicked (unless a context drains the
+ * queue already: see rrxe_rxq_kick), which hands each packet to the Rust
+ * receive path in process context, where the transports may sleep. Each
+ * device has its own queue and worker (struct rrxe_rxq, made and freed by
+ * the Rust side with the device), so that a flood at one device is not a
+ * queue in front of the others' packets. A queue holds at most
+ * rx_queue_kib KiB (skb truesize; 32 MiB by default): room for the
+ * windows of 16 RC QPs (128 packets each) at a 4 KiB MTU in virtio-net's
+ * 9 KiB receive buffers. Later packets are dropped and counted as a full
+ * socket buffer drops and counts them: in the socket's drops and the
+ * namespace's UDP RcvbufErrors and InErrors (see rrxe_rx_full). Its work
+ * takes at most RRXE_RX_BATCH packets per run, then queues itself again,
+ * so that a flood cannot keep one run going.
  *
- * The worker is a kthread of its own at the lowest SCHED_FIFO priority, not
- * a workqueue item: a workqueue's kworkers are fair-class tasks, and with
- * lazy preemption a fair wakeup waits for the next tick when every CPU is
- * busy, which is how RDMA applications wait (a user process spinning on its
- * CQ or on memory). Behind such spinners a packet could wait up to a tick
- * (write and send latency 1.2 ms typical on a 2-vCPU guest on a busy host,
- * against rdma_rxe's 56 to 380 us: it receives in softirq). A FIFO task preempts the spinner at once, as the
- * softirq does, and may still sleep (on a QP's mutex, or paging in an ODP
- * MR); RT throttling bounds what a flood can take from a CPU.
+ * The workers are kthreads at ordinary priority: work done for a remote
+ * peer is scheduled like any other task's, so a peer cannot take a CPU
+ * from local processes beyond their fair share.
  *
  * Packets leave through rrxe_tx_skb (route and skb) and rrxe_tx_send. A
  * connected QP keeps its route in a struct rrxe_route (a dst_cache), as rxe
@@ -77,6 +75,14 @@
 /* Room for any RoCE packet: a 4096-byte payload, its headers over IPv6, the
  * pad and the ICRC. */
 #define RRXE_RX_SCRATCH 8192
+
+/* Where the softirq copies a packet in page fragments for the accept
+ * callback: one per CPU, used with bottom halves off. */
+struct rrxe_rx_scratch {
+	u8 buf[RRXE_RX_SCRATCH];
+};
+
+static struct rrxe_rx_scratch __percpu *rrxe_accept_scratch;
 
 struct rrxe_socks {
 	struct list_head list;
@@ -203,8 +209,8 @@ struct rrxe_rxq_cpu_work {
 /*
  * A sender that finds more than RRXE_INLINE_MAX_QUEUED packets in a queue
  * it noted (a burst, or a window of a stream) does not drain it: it hands
- * it to the spread worker of another online CPU (a SCHED_FIFO kthread
- * bound to that CPU, one per CPU online at load), so that the receiver's
+ * it to the spread worker of another online CPU (a kthread bound to
+ * that CPU, one per CPU online at load), so that the receiver's
  * ICRC and copies run beside the sender's instead of after them. The
  * device's own worker has no CPU of its own, and woken from the sender's
  * CPU it runs there, preempting the sender.
@@ -227,6 +233,7 @@ struct rrxe_inline {
 static DEFINE_PER_CPU(struct rrxe_inline, rrxe_inline);
 
 static void (*rrxe_rx_handler)(struct ib_device *ibdev, const u8 *data, unsigned int len);
+static bool (*rrxe_rx_accept)(struct ib_device *ibdev, const u8 *data, unsigned int len);
 static struct rrxe_rxq *(*rrxe_rxq_of)(struct ib_device *ibdev);
 /*
  * Runs the QPs' send tasks; drained at module exit.
@@ -249,8 +256,8 @@ static bool rrxe_rx_defer(struct rrxe_lane *rq);
  * Wakes @rq's worker for a packet just queued, unless a context drains @rq
  * now: that one looks at the queue again when it lets it go
  * (rrxe_rxq_release), so the packet is not left behind. The wake would
- * only preempt a task for nothing (the worker, a FIFO task, finds the
- * queue busy and returns), often the very sender draining the queue: in a
+ * only wake a task for nothing (the worker finds the queue busy and
+ * returns), often the very sender draining the queue: in a
  * ping-pong, each side's packets reach a queue the other side's doorbell
  * is draining.
  */
@@ -298,6 +305,28 @@ static void rrxe_rx_full(struct sock *sk, struct sk_buff *skb)
 	sk_skb_reason_drop(sk, skb, SKB_DROP_REASON_SOCKET_RCVBUFF);
 }
 
+/*
+ * In softirq: whether the driver accepts @skb for @ibdev (see the top of
+ * this file). A packet in page fragments is copied to this CPU's scratch
+ * buffer for the look; one bigger than any RoCE packet is refused.
+ */
+static bool rrxe_rx_accepted(struct ib_device *ibdev, struct sk_buff *skb)
+{
+	unsigned int hdr = skb->data - skb_network_header(skb);
+	unsigned int len = hdr + skb->len;
+	u8 *buf;
+
+	if (!skb_is_nonlinear(skb))
+		return rrxe_rx_accept(ibdev, skb_network_header(skb), len);
+	if (len > RRXE_RX_SCRATCH)
+		return false;
+	buf = this_cpu_ptr(rrxe_accept_scratch)->buf;
+	memcpy(buf, skb_network_header(skb), hdr);
+	if (skb_copy_bits(skb, 0, buf + hdr, skb->len))
+		return false;
+	return rrxe_rx_accept(ibdev, buf, len);
+}
+
 static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 {
 	struct ib_device *ibdev = skb->dev ? ib_device_get_by_netdev(skb->dev, RDMA_DRIVER_RXE) : NULL;
@@ -309,6 +338,11 @@ static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 		/* No RXE-driver device on the netdev: dropped, as rxe drops it. */
 		if (ibdev)
 			ib_device_put(ibdev);
+		kfree_skb(skb);
+		return 0;
+	}
+	if (!rrxe_rx_accepted(ibdev, skb)) {
+		ib_device_put(ibdev);
 		kfree_skb(skb);
 		return 0;
 	}
@@ -616,7 +650,6 @@ struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev)
 		rrxe_rxq_free(rq);
 		return NULL;
 	}
-	sched_set_fifo_low(rq->worker->task);
 	rq->ibdev = ibdev;
 	atomic_set(&rq->bytes, 0);
 	return rq;
@@ -772,7 +805,6 @@ static void rrxe_spread_start(void)
 			w = kthread_run_worker_on_cpu(cpu, 0, "rrxe-spread/%u");
 			if (IS_ERR(w))
 				continue;
-			sched_set_fifo_low(w->task);
 			per_cpu(rrxe_spread, cpu) = w;
 		}
 	}
@@ -792,20 +824,28 @@ static void rrxe_spread_stop(void)
 }
 
 int rrxe_net_init(void (*handler)(struct ib_device *ibdev, const u8 *data, unsigned int len),
+		  bool (*accept)(struct ib_device *ibdev, const u8 *data, unsigned int len),
 		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev))
 {
 	int err;
 
 	rrxe_rx_handler = handler;
+	rrxe_rx_accept = accept;
 	rrxe_rxq_of = rxq_of;
-	rrxe_wq = alloc_workqueue("rrxe", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	if (!rrxe_wq)
+	rrxe_accept_scratch = alloc_percpu(struct rrxe_rx_scratch);
+	if (!rrxe_accept_scratch)
 		return -ENOMEM;
+	rrxe_wq = alloc_workqueue("rrxe", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!rrxe_wq) {
+		free_percpu(rrxe_accept_scratch);
+		return -ENOMEM;
+	}
 	rrxe_spread_start();
 	err = register_pernet_subsys(&rrxe_net_ops);
 	if (err) {
 		rrxe_spread_stop();
 		destroy_workqueue(rrxe_wq);
+		free_percpu(rrxe_accept_scratch);
 	}
 	return err;
 }
@@ -821,6 +861,7 @@ void rrxe_net_fini(void)
 	synchronize_net();
 	rrxe_spread_stop();
 	destroy_workqueue(rrxe_wq);
+	free_percpu(rrxe_accept_scratch);
 }
 
 /*

@@ -14,6 +14,7 @@
 
 struct rrxe_rxq;
 int rrxe_net_init(void (*handler)(struct ib_device *ibdev, const u8 *data, unsigned int len),
+		  bool (*accept)(struct ib_device *ibdev, const u8 *data, unsigned int len),
 		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev));
 struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev);
 void rrxe_rxq_destroy(struct rrxe_rxq *rq);

@@ -4,9 +4,11 @@
 //! an IP packet the driver builds, and receiving packets.
 //!
 //! Sockets are shared by the devices of a namespace through [`NetTicket`]s.
-//! Received packets reach the driver in process context (each device's work
-//! item drains the device's queue, which the softirq callback fills), as
-//! [`Driver::rx_packet`] calls with the device of the ingress netdev.
+//! Received packets are first offered to [`Driver::rx_accept`] in softirq,
+//! which drops what it refuses there; the rest reach the driver in process
+//! context (each device's worker drains the device's queue, which the
+//! softirq callback fills), as [`Driver::rx_packet`] calls with the device
+//! of the ingress netdev.
 
 use super::bindings;
 use super::device::{Device, Driver};
@@ -20,7 +22,11 @@ pub fn init<T: Driver>() -> Result {
     // SAFETY: Registers a pernet subsystem and the callbacks below, which
     // are valid for the module's life (until `fini`).
     kernel::error::to_result(unsafe {
-        bindings::rrxe_net_init(Some(rx_trampoline::<T>), Some(rxq_of::<T>))
+        bindings::rrxe_net_init(
+            Some(rx_trampoline::<T>),
+            Some(accept_trampoline::<T>),
+            Some(rxq_of::<T>),
+        )
     })
 }
 
@@ -122,6 +128,27 @@ unsafe extern "C" fn rx_trampoline<T: Driver>(
     // promise).
     let pkt = unsafe { core::slice::from_raw_parts(data, len as usize) };
     T::rx_packet(dev, pkt);
+}
+
+/// The softirq's look at a packet before it is queued, per packet: false
+/// drops it.
+///
+/// # Safety
+///
+/// As for [`rx_trampoline`]; the caller runs in softirq (or with bottom
+/// halves off).
+unsafe extern "C" fn accept_trampoline<T: Driver>(
+    ib: *mut bindings::ib_device,
+    data: *const u8,
+    len: u32,
+) -> bool {
+    let Some(dev) = Device::<T>::from_raw_if_ours(ib) else {
+        return false;
+    };
+    // SAFETY: `len` readable bytes at `data` for the call (the caller's
+    // promise).
+    let pkt = unsafe { core::slice::from_raw_parts(data, len as usize) };
+    T::rx_accept(dev, pkt)
 }
 
 /// The receive queue of a device of `T` (each device has its own; see

@@ -267,6 +267,10 @@ impl Driver for Rrxe {
         core::array::from_fn(|i| c[i].load(Ordering::Relaxed))
     }
 
+    fn rx_accept(dev: &Device<Self>, pkt: &[u8]) -> bool {
+        crate::rrxe::net::rx_accept(dev, pkt)
+    }
+
     fn rx_packet(dev: &Device<Self>, pkt: &[u8]) {
         crate::rrxe::net::rx(dev, pkt)
     }

@@ -230,42 +230,59 @@ impl RxPkt<'_> {
     }
 }
 
-/// The receive path's entry: IP/UDP checks, ICRC, BTH, destination GID,
-/// then the packet's transport. Anything malformed is dropped silently, as
-/// the wire allows.
-pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
-    let Ok(ip) = pkt::parse(p) else { return };
+/// A received packet's headers, checked: IP and UDP, the ICRC when
+/// `verify_icrc`, the BTH and the destination GID. `None` for anything
+/// malformed, which is dropped silently, as the wire allows.
+fn checked<'a>(dev: &Device<Rrxe>, p: &'a [u8], verify_icrc: bool) -> Option<RxPkt<'a>> {
+    let ip = pkt::parse(p).ok()?;
     let p = &p[..ip.total];
     let udp = &p[ip.ip_len + UDP_HDR..];
     if udp.len() < hdr::BTH + hdr::ICRC_SIZE {
-        return;
+        return None;
     }
-    let (body, trailer) = p.split_at(p.len() - hdr::ICRC_SIZE);
-    match icrc(body) {
-        Ok(c) if c.to_le_bytes() == trailer => {}
-        _ => return,
+    if verify_icrc {
+        let (body, trailer) = p.split_at(p.len() - hdr::ICRC_SIZE);
+        match icrc(body) {
+            Ok(c) if c.to_le_bytes() == trailer => {}
+            _ => return None,
+        }
     }
-    let Some((bth, layout, range)) = hdr::split(udp) else {
-        return;
-    };
+    let (bth, layout, range) = hdr::split(udp)?;
     // TVer 0, the default P_Key (either membership), QPN 0 unused.
     if bth.tver != 0 || bth.pkey & 0x7fff != 0x7fff || bth.dqpn == 0 {
-        return;
+        return None;
     }
     if !mcast::is_mcast_gid(&ip.dgid) && !dev.has_gid(1, &ip.dgid) {
-        return;
+        return None;
     }
-    let rx = RxPkt {
+    Some(RxPkt {
         ip,
         bth,
         layout,
         udp,
         payload: &udp[range],
+    })
+}
+
+/// The softirq's look at a packet before it is queued: IP/UDP checks, the
+/// ICRC, the BTH and the destination GID. Nothing here sleeps or needs a
+/// QP, so a flood of packets that fail these checks is dropped where the
+/// network stack accounts for its receive work, as rdma_rxe drops it.
+pub fn rx_accept(dev: &Device<Rrxe>, p: &[u8]) -> bool {
+    checked(dev, p, true).is_some()
+}
+
+/// The receive path's entry, in process context, for a packet
+/// [`rx_accept`] took (its ICRC is not checked again): the packet's
+/// transport.
+pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
+    let Some(rx) = checked(dev, p, false) else {
+        return;
     };
     dev.data().count(Counter::RcvdPkts, 1);
     dev.data()
         .count(Counter::RcvdBytes, rx.payload.len() as u64);
-    match hdr::service(bth.opcode) {
+    match hdr::service(rx.bth.opcode) {
         Some(Service::Ud) => ud::rx(dev, &rx),
         Some(Service::Uc) => uc::rx(dev, &rx),
         Some(Service::Rc) => rc::rx(dev, &rx),

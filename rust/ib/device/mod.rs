@@ -100,8 +100,19 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// A RoCEv2 packet arrived for `dev` (the IP packet with its UDP
-    /// header, maybe followed by link padding), in process context. Set
-    /// up by [`super::net::init`]; packets are dropped by default.
+    /// Whether a RoCEv2 packet that arrived for `dev` (the IP packet with
+    /// its UDP header, maybe followed by link padding) is queued for
+    /// [`Self::rx_packet`]; false drops it at once. Runs in softirq: it
+    /// must not sleep, and takes only locks that are safe there. The
+    /// place for the checks that need no transport state (headers,
+    /// checksums, addresses), so that a flood of bad packets costs what
+    /// the network stack's own receive work costs. Accepts by default.
+    fn rx_accept(_dev: &Device<Self>, _pkt: &[u8]) -> bool {
+        true
+    }
+
+    /// A RoCEv2 packet that [`Self::rx_accept`] accepted for `dev`, in
+    /// process context. Set up by [`super::net::init`]; packets are
+    /// dropped by default.
     fn rx_packet(_dev: &Device<Self>, _pkt: &[u8]) {}
 }
