@@ -28,7 +28,7 @@ use crate::rrxe::{
     mr::RrxeMr,
     mw::{MwHandle, RrxeMw},
     pd::{RrxePd, RrxeUcontext},
-    pool::Pool,
+    pool::{LiveSet, Pool},
     qp::{QpShared, RrxeQp},
     srq::{RrxeSrq, SrqShared},
 };
@@ -66,6 +66,8 @@ pub struct RrxeDev {
     /// Queue pairs, by number.
     #[pin]
     qps: Pool<QpShared>,
+    /// The numbers of the QPs in `qps`, for the receive softirq.
+    qp_live: LiveSet,
     /// Address handles, by number.
     #[pin]
     ahs: Pool<AhShared>,
@@ -163,6 +165,12 @@ impl RrxeDev {
     /// The numbered QPs.
     pub fn qp_pool(&self) -> &Pool<QpShared> {
         &self.qps
+    }
+
+    /// The numbers of the QPs in [`Self::qp_pool`], readable in any
+    /// context.
+    pub fn qp_live(&self) -> &LiveSet {
+        &self.qp_live
     }
 
     /// Number of live PDs.
@@ -322,6 +330,7 @@ impl LinkHandler for Rrxe {
             dm_used: Arc::new(AtomicU64::new(0), GFP_KERNEL)?,
             cqs: AtomicU32::new(0),
             qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
+            qp_live: LiveSet::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1)?,
             ahs <- Pool::new(1, l::MAX_AH, l::MAX_AH),
             srqs <- Pool::new(l::MIN_SRQ_INDEX, l::MIN_SRQ_INDEX + l::MAX_SRQ - 1, l::MAX_SRQ),
             mcast <- new_mutex!(McastTable::default(), "rrxe::RrxeDev::mcast"),

@@ -17,6 +17,7 @@ use crate::logic::{
     mcast,
     pkt::{self, IpInfo, IpOut},
     qp::QpAttrs,
+    wqe,
 };
 use crate::rrxe::{device::Rrxe, qp::QpShared, rc, uc, ud};
 use core::sync::atomic::{AtomicU8, Ordering};
@@ -265,11 +266,31 @@ fn checked<'a>(dev: &Device<Rrxe>, p: &'a [u8], verify_icrc: bool) -> Option<RxP
 }
 
 /// The softirq's look at a packet before it is queued: IP/UDP checks, the
-/// ICRC, the BTH and the destination GID. Nothing here sleeps or needs a
-/// QP, so a flood of packets that fail these checks is dropped where the
-/// network stack accounts for its receive work, as rdma_rxe drops it.
+/// ICRC, the BTH, the destination GID, and that a QP has the destination
+/// QP number (QP1 and multicast aside). Nothing here sleeps or takes a
+/// lock, so a flood of packets that fail these checks, to no QP or with a
+/// bad ICRC, is dropped where the network stack accounts for its receive
+/// work, as rdma_rxe drops it. A packet to no QP is counted as received
+/// first, as the transports count every packet that passed the checks
+/// before them.
 pub fn rx_accept(dev: &Device<Rrxe>, p: &[u8]) -> bool {
-    checked(dev, p, true).is_some()
+    let Some(rx) = checked(dev, p, true) else {
+        return false;
+    };
+    let qpn = rx.bth.dqpn;
+    let d = dev.data();
+    if qpn == crate::rrxe::qp::GSI_QPN || qpn == wqe::MCAST_QPN || d.qp_live().contains(qpn) {
+        return true;
+    }
+    count_received(dev, &rx);
+    false
+}
+
+/// Counts a packet that passed the checks of [`checked`].
+fn count_received(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
+    dev.data().count(Counter::RcvdPkts, 1);
+    dev.data()
+        .count(Counter::RcvdBytes, rx.payload.len() as u64);
 }
 
 /// The receive path's entry, in process context, for a packet
@@ -279,9 +300,7 @@ pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
     let Some(rx) = checked(dev, p, false) else {
         return;
     };
-    dev.data().count(Counter::RcvdPkts, 1);
-    dev.data()
-        .count(Counter::RcvdBytes, rx.payload.len() as u64);
+    count_received(dev, &rx);
     match hdr::service(rx.bth.opcode) {
         Some(Service::Ud) => ud::rx(dev, &rx),
         Some(Service::Uc) => uc::rx(dev, &rx),

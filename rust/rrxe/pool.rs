@@ -7,7 +7,7 @@
 //! object or nothing, never a freed one. Indices are allocated cyclically
 //! within a fixed range, so a freed index is not reused at once.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{
     new_mutex,
     prelude::*,
@@ -144,5 +144,54 @@ impl<T: Send + Sync + 'static> Pool<T> {
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
         r
+    }
+}
+
+/// Which indices of a range are in use, as one bit each, read without a
+/// lock from any context: the receive softirq drops a packet for a QP
+/// number no QP has before it queues the packet (a table lookup takes a
+/// lock that softirq may not). The owner sets a bit once the object is in
+/// its table and clears it before the object leaves, so a reader that
+/// finds a bit clear is never wrong for long.
+pub struct LiveSet {
+    words: KVVec<AtomicU64>,
+    min: u32,
+    max: u32,
+}
+
+impl LiveSet {
+    /// A set for indices `min..=max`, all clear.
+    pub fn new(min: u32, max: u32) -> Result<Self> {
+        let n = ((max - min) / 64 + 1) as usize;
+        let mut words = KVVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            words.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
+        Ok(Self { words, min, max })
+    }
+
+    fn bit(&self, idx: u32) -> Option<(&AtomicU64, u64)> {
+        if idx < self.min || idx > self.max {
+            return None;
+        }
+        let i = idx - self.min;
+        Some((self.words.get((i / 64) as usize)?, 1u64 << (i % 64)))
+    }
+
+    /// Marks `idx` in use (`on`) or free.
+    pub fn set(&self, idx: u32, on: bool) {
+        if let Some((w, b)) = self.bit(idx) {
+            if on {
+                w.fetch_or(b, Ordering::Release);
+            } else {
+                w.fetch_and(!b, Ordering::Release);
+            }
+        }
+    }
+
+    /// Whether `idx` is in use.
+    pub fn contains(&self, idx: u32) -> bool {
+        self.bit(idx)
+            .is_some_and(|(w, b)| w.load(Ordering::Acquire) & b != 0)
     }
 }

@@ -326,6 +326,7 @@ impl RrxeQp {
         let unlinked = if s.qpn == GSI_QPN {
             d.gsi().lock().take()
         } else {
+            d.qp_live().set(s.qpn, false);
             d.qp_pool().remove(s.qpn)
         };
         drop(unlinked);
@@ -546,7 +547,9 @@ impl QpOps<Rrxe> for RrxeQp {
             *g = Some(shared.clone());
             (GSI_QPN, shared)
         } else {
-            dev.qp_pool().insert(make)?
+            let (qpn, shared) = dev.qp_pool().insert(make)?;
+            dev.qp_live().set(qpn, true);
+            (qpn, shared)
         };
         if let Some(g) = &shared.gate {
             g.open(shared.clone());
