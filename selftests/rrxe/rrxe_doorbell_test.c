@@ -8,7 +8,7 @@
  *                  LIMIT_MS; the SEND and its receive complete, the data
  *                  arrives byte for byte.
  *   rc LIMIT_MS    the same for one RC RDMA WRITE of 256 MiB.
- *   busy FD        writes a byte to FD, posts 32 UC SENDs of 256 MiB in
+ *   busy FD        writes a byte to FD, posts 128 UC SENDs of 64 MiB in
  *                  one call (8 GiB, many seconds of copying), and polls
  *                  its CQs until it is killed (the script kills it, or
  *                  deletes its device, while the transfer runs, in the
@@ -30,6 +30,8 @@
 #include "rrxe_test.h"
 
 #define LEN (256u << 20)
+/* busy's buffers are smaller: a killed process frees them as it exits. */
+#define BUSY_LEN (64u << 20)
 #define WAIT_MS 120000
 
 static struct ibv_context *ctx;
@@ -102,24 +104,26 @@ struct pair {
 	struct ibv_qp *a, *b;
 	struct ibv_cq *acq, *bcq;
 	uint8_t *src, *dst;
+	size_t len;
 	struct ibv_mr *smr, *dmr;
 };
 
-static int pair_new(struct pair *p, int rc)
+static int pair_new(struct pair *p, int rc, size_t len)
 {
-	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 1,
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 1,
 						.max_recv_sge = 1 },
 				       .qp_type = rc ? IBV_QPT_RC : IBV_QPT_UC };
 
-	p->src = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	p->dst = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p->len = len;
+	p->src = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p->dst = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p->src == MAP_FAILED || p->dst == MAP_FAILED)
 		FAIL("mmap: %s", strerror(errno));
-	for (size_t i = 0; i < LEN; i += 8)
+	for (size_t i = 0; i < len; i += 8)
 		*(uint64_t *)(p->src + i) = i * 0x9e3779b97f4a7c15ull + 1;
-	memset(p->dst, 0, LEN);
-	p->smr = ibv_reg_mr(pd, p->src, LEN, IBV_ACCESS_LOCAL_WRITE);
-	p->dmr = ibv_reg_mr(pd, p->dst, LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	memset(p->dst, 0, len);
+	p->smr = ibv_reg_mr(pd, p->src, len, IBV_ACCESS_LOCAL_WRITE);
+	p->dmr = ibv_reg_mr(pd, p->dst, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	p->acq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	p->bcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	if (!p->smr || !p->dmr || !p->acq || !p->bcq)
@@ -135,7 +139,7 @@ static int pair_new(struct pair *p, int rc)
 
 static int post_recvs(struct pair *p, int n)
 {
-	struct ibv_sge s = { (uintptr_t)p->dst, LEN, p->dmr->lkey };
+	struct ibv_sge s = { (uintptr_t)p->dst, p->len, p->dmr->lkey };
 	struct ibv_recv_wr w = { .sg_list = &s, .num_sge = 1 }, *bad;
 
 	for (int i = 0; i < n; i++) {
@@ -157,7 +161,7 @@ static int one(int rc, long limit_ms)
 	long t0, post_us, done_us;
 	int r;
 
-	if (pair_new(&p, rc) || (!rc && post_recvs(&p, 1)))
+	if (pair_new(&p, rc, LEN) || (!rc && post_recvs(&p, 1)))
 		return 1;
 	s = (struct ibv_sge){ (uintptr_t)p.src, LEN, p.smr->lkey };
 	if (rc) {
@@ -196,21 +200,21 @@ static int busy(int fd)
 {
 	struct pair p = { 0 };
 	struct ibv_sge s;
-	struct ibv_send_wr w[32], *bad;
+	struct ibv_send_wr w[128], *bad;
 	struct ibv_wc wc[32];
 	int r;
 
-	if (pair_new(&p, 0) || post_recvs(&p, 32))
+	if (pair_new(&p, 0, BUSY_LEN) || post_recvs(&p, 128))
 		return 1;
-	s = (struct ibv_sge){ (uintptr_t)p.src, LEN, p.smr->lkey };
-	for (int i = 0; i < 32; i++)
+	s = (struct ibv_sge){ (uintptr_t)p.src, BUSY_LEN, p.smr->lkey };
+	for (int i = 0; i < 128; i++)
 		w[i] = (struct ibv_send_wr){ .wr_id = i, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
-					     .send_flags = IBV_SEND_SIGNALED, .next = i < 31 ? &w[i + 1] : NULL };
+					     .send_flags = IBV_SEND_SIGNALED, .next = i < 127 ? &w[i + 1] : NULL };
 	if (write(fd, "p", 1) != 1)
 		FAIL("write to the script");
 	r = ibv_post_send(p.a, w, &bad);
 	if (r)
-		FAIL("post 32 UC SENDs of 256 MiB: %s", strerror(r));
+		FAIL("post 128 UC SENDs of 64 MiB: %s", strerror(r));
 	for (;;) {
 		ibv_poll_cq(p.acq, 32, wc);
 		ibv_poll_cq(p.bcq, 32, wc);
