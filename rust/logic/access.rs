@@ -41,9 +41,7 @@ pub enum AccessError {
 
 /// Checks MR access flags as the core's `ib_check_mr_access` does, for a
 /// device that supports both flush types and accepts `ON_DEMAND` (rrxe
-/// reports ODP support, as rxe does, but pins an ODP MR's range at
-/// registration like any other: every operation works on it, the memory is
-/// simply not paged on demand).
+/// reports ODP support, as rxe does, and pages such MRs on demand).
 pub const fn check_mr_access(flags: u32) -> Result<(), AccessError> {
     if flags & (REMOTE_ATOMIC | REMOTE_WRITE) != 0 && flags & LOCAL_WRITE == 0 {
         return Err(AccessError::Invalid);

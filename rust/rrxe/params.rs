@@ -56,10 +56,10 @@ pub fn device_attrs(guid: [u8; 8]) -> DeviceAttrs {
         max_pkeys: l::MAX_PKEYS,
         local_ca_ack_delay: l::LOCAL_CA_ACK_DELAY,
         max_dm_size: 0,
-        // What rxe reports with CONFIG_INFINIBAND_ON_DEMAND_PAGING. rrxe
-        // accepts IB_ACCESS_ON_DEMAND but pins the range at registration
-        // (see `logic::access::check_mr_access`): the operations all work,
-        // the memory is not paged on demand. No implicit ODP.
+        // What rxe reports with CONFIG_INFINIBAND_ON_DEMAND_PAGING: an
+        // IB_ACCESS_ON_DEMAND MR pins nothing at registration, and each
+        // access pins just the pages it touches, as the process has them
+        // then (`ib::umem::OdpUmem`). No implicit ODP.
         odp_caps: OdpCaps {
             general: odp::SUPPORT,
             rc: odp::SEND
