@@ -4,9 +4,10 @@
  * promptly whatever it was asked to send, and the transfer goes on after
  * it. QPs of one device, through stock libibverbs + librxe.
  *
- *   uc LIMIT_MS    one UC SEND of 256 MiB: ibv_post_send returns within
- *                  LIMIT_MS; the SEND and its receive complete, the data
- *                  arrives byte for byte.
+ *   uc LIMIT_MS    a UC SEND of 256 MiB, three times: ibv_post_send
+ *                  returns within LIMIT_MS (the best of the three); each
+ *                  SEND and its receive complete, the data arrives byte
+ *                  for byte.
  *   rc LIMIT_MS    the same for one RC RDMA WRITE of 256 MiB.
  *   busy FD        writes a byte to FD, posts 128 UC SENDs of 64 MiB in
  *                  one call (8 GiB, many seconds of copying), and polls
@@ -150,18 +151,23 @@ static int post_recvs(struct pair *p, int n)
 	return 0;
 }
 
-/* One WQE of 256 MiB: the doorbell's time, then the transfer's outcome. */
+/*
+ * One WQE of 256 MiB, three times: the doorbell's time (the best of the
+ * three: the emulator's CPUs are the host's to deschedule), then each
+ * transfer's outcome.
+ */
 static int one(int rc, long limit_ms)
 {
+	const char *what = rc ? "RC WRITE" : "UC SEND";
 	struct pair p = { 0 };
 	struct ibv_sge s;
 	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_wc wc;
-	long t0, post_us, done_us;
+	long t0, post_us, best = -1, done_ms[3];
 	int r;
 
-	if (pair_new(&p, rc, LEN) || (!rc && post_recvs(&p, 1)))
+	if (pair_new(&p, rc, LEN) || (!rc && post_recvs(&p, 3)))
 		return 1;
 	s = (struct ibv_sge){ (uintptr_t)p.src, LEN, p.smr->lkey };
 	if (rc) {
@@ -171,28 +177,30 @@ static int one(int rc, long limit_ms)
 	} else {
 		w.opcode = IBV_WR_SEND;
 	}
-	t0 = now_us();
-	r = ibv_post_send(p.a, &w, &bad);
-	post_us = now_us() - t0;
-	if (r)
-		FAIL("post the %s: %s", rc ? "RC WRITE" : "UC SEND", strerror(r));
-	if (poll1(p.acq, &wc) || wc.wr_id != 1)
-		FAIL("the %s did not complete", rc ? "RC WRITE" : "UC SEND");
-	if (wc.status != IBV_WC_SUCCESS)
-		FAIL("the %s completed with %s", rc ? "RC WRITE" : "UC SEND", ibv_wc_status_str(wc.status));
-	if (!rc) {
-		if (poll1(p.bcq, &wc) || wc.wr_id != 100 || wc.status != IBV_WC_SUCCESS ||
-		    wc.byte_len != LEN)
+	for (int k = 0; k < 3; k++) {
+		memset(p.dst, 0, LEN);
+		t0 = now_us();
+		r = ibv_post_send(p.a, &w, &bad);
+		post_us = now_us() - t0;
+		if (r)
+			FAIL("post the %s: %s", what, strerror(r));
+		if (best < 0 || post_us < best)
+			best = post_us;
+		if (poll1(p.acq, &wc) || wc.wr_id != 1)
+			FAIL("the %s did not complete", what);
+		if (wc.status != IBV_WC_SUCCESS)
+			FAIL("the %s completed with %s", what, ibv_wc_status_str(wc.status));
+		if (!rc && (poll1(p.bcq, &wc) || wc.wr_id != 100u + k || wc.status != IBV_WC_SUCCESS ||
+			    wc.byte_len != LEN))
 			FAIL("the receive did not complete with the whole SEND");
+		done_ms[k] = (now_us() - t0) / 1000;
+		if (memcmp(p.src, p.dst, LEN))
+			FAIL("the 256 MiB %s did not arrive byte for byte", what);
 	}
-	done_us = now_us() - t0;
-	if (memcmp(p.src, p.dst, LEN))
-		FAIL("the 256 MiB %s did not arrive byte for byte", rc ? "RC WRITE" : "UC SEND");
-	printf("%s of 256 MiB: ibv_post_send returned in %ld us; the transfer completed in %ld ms, verified\n",
-	       rc ? "RC WRITE" : "UC SEND", post_us, done_us / 1000);
-	if (post_us > limit_ms * 1000)
-		FAIL("ibv_post_send of one %s of 256 MiB took %ld us, more than %ld ms",
-		     rc ? "RC WRITE" : "UC SEND", post_us, limit_ms);
+	printf("%s of 256 MiB, three times: ibv_post_send returned in %ld us at best; the transfers completed in %ld, %ld and %ld ms, verified\n",
+	       what, best, done_ms[0], done_ms[1], done_ms[2]);
+	if (best > limit_ms * 1000)
+		FAIL("ibv_post_send of one %s of 256 MiB took %ld us at best, more than %ld ms", what, best, limit_ms);
 	return 0;
 }
 

@@ -25,11 +25,14 @@
  *                with REM_ACCESS_ERR and leave the memory unchanged.
  *   flush_irqs   a QP moved to ERR with 32000 receives posted flushes them
  *                all (WR_FLUSH_ERR, each wr_id once) without keeping
- *                interrupts off for long: a thread on the other CPU sends
- *                the flushing CPU interrupts all the while (membarrier),
- *                and at least 4 must be sent and answered while
- *                ibv_modify_qp flushes (with interrupts off for the whole
- *                flush, none can be: each waits for its end).
+ *                interrupts off for long: the CPU's local timer
+ *                interrupts (LOC in /proc/interrupts) handled during
+ *                ibv_modify_qp must be at least a quarter of the ticks
+ *                its time spans (the tick rate measured first, in a busy
+ *                loop). With interrupts off for the whole flush, a tick
+ *                that fell in it is handled once, after it. Rounds of
+ *                fresh QPs, each spanning 3 ticks or more, are flushed
+ *                until they span 12.
  *   ud_flood S   for S seconds, UD SENDs of 8 bytes, 64 per doorbell, to
  *                the multicast group ff0e::5a17 with Q_Key 0x1111 (the
  *                kernel test module's destroy race listens there).
@@ -37,7 +40,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <infiniband/verbs.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -45,7 +47,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -590,30 +591,32 @@ static long now_us(void)
 
 #define FLUSH_WQES 32000
 
-#define PROBES 200000
-
-static volatile int probing;
-static long probes, probe_t[PROBES][2];
-
-/* Interrupts the other CPUs running this process, until told to stop,
- * and keeps when each interrupt was sent and when it was answered. */
-static void *probe_thread(void *arg)
+/* CPU 0's local timer interrupts so far (the LOC line of
+ * /proc/interrupts), or -1. */
+static long loc_cpu0(void)
 {
-	(void)arg;
-	pin(1);
-	while (__atomic_load_n(&probing, __ATOMIC_SEQ_CST) && probes < PROBES) {
-		long t = now_us();
+	char line[4096];
+	FILE *f = fopen("/proc/interrupts", "r");
+	long n = -1;
 
-		if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
-			return NULL;
-		probe_t[probes][0] = t;
-		probe_t[probes][1] = now_us();
-		probes++;
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = line;
+
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "LOC:", 4)) {
+			n = strtol(p + 4, NULL, 10);
+			break;
+		}
 	}
-	return NULL;
+	if (f)
+		fclose(f);
+	return n;
 }
 
-static int mode_flush_irqs(void)
+/* Flushes FLUSH_WQES receives of a fresh QP; adds the time ibv_modify_qp
+ * took and the ticks CPU 0 handled meanwhile. */
+static int flush_round(long *us, long *ticks)
 {
 	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 16, .max_recv_wr = FLUSH_WQES, .max_send_sge = 1,
 						.max_recv_sge = 1 }, .qp_type = IBV_QPT_RC };
@@ -622,14 +625,13 @@ static int mode_flush_irqs(void)
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	static struct ibv_wc wc[256];
 	static unsigned char seen[FLUSH_WQES];
-	uint8_t *buf = malloc(4096);
-	struct ibv_mr *mr = buf ? ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	static uint8_t buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_sge sge = { (uintptr_t)buf, 64, mr ? mr->lkey : 0 };
 	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
-	long t0, t1, flush_us, inside = 0, longest = 0;
+	long t0, t1, l0, l1;
 	unsigned int got = 0;
 	struct ibv_qp *qp;
-	pthread_t t;
 	int r;
 
 	if (!scq || !rcq || !mr)
@@ -646,55 +648,76 @@ static int mode_flush_irqs(void)
 		if ((r = ibv_post_recv(qp, &rw, &bad)))
 			FAIL("post receive %u: %s", i, strerror(r));
 	}
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0))
-		FAIL("membarrier register: %s", strerror(errno));
-	pin(0);
-	probing = 1;
-	if (pthread_create(&t, NULL, probe_thread, NULL))
-		FAIL("pthread_create");
-	usleep(50000);
-	t0 = now_us();
+	memset(seen, 0, sizeof(seen));
 	a.qp_state = IBV_QPS_ERR;
+	l0 = loc_cpu0();
+	t0 = now_us();
 	r = ibv_modify_qp(qp, &a, IBV_QP_STATE);
 	t1 = now_us();
-	while (!r && got < FLUSH_WQES && now_us() - t0 < WAIT_MS * 1000L) {
+	l1 = loc_cpu0();
+	if (r)
+		FAIL("QP to ERR: %s", strerror(r));
+	if (l0 < 0 || l1 < 0)
+		FAIL("no LOC line in /proc/interrupts");
+	*us += t1 - t0;
+	*ticks += l1 - l0;
+	while (got < FLUSH_WQES && now_us() - t0 < WAIT_MS * 1000L) {
 		int n = ibv_poll_cq(rcq, 256, wc);
 
 		if (n < 0)
 			break;
 		for (int k = 0; k < n; k++) {
 			if (wc[k].status != IBV_WC_WR_FLUSH_ERR || wc[k].wr_id >= FLUSH_WQES ||
-			    seen[wc[k].wr_id]++) {
-				__atomic_store_n(&probing, 0, __ATOMIC_SEQ_CST);
-				pthread_join(t, NULL);
+			    seen[wc[k].wr_id]++)
 				FAIL("flush completion %u: wr_id %llu, %s", got, (unsigned long long)wc[k].wr_id,
 				     ibv_wc_status_str(wc[k].status));
-			}
 			got++;
 		}
 	}
-	flush_us = now_us() - t0;
-	__atomic_store_n(&probing, 0, __ATOMIC_SEQ_CST);
-	pthread_join(t, NULL);
-	if (r)
-		FAIL("QP to ERR: %s", strerror(r));
 	if (got != FLUSH_WQES)
 		FAIL("%u of %d receives flushed", got, FLUSH_WQES);
-	for (long i = 0; i < probes; i++) {
-		if (probe_t[i][0] >= t0 && probe_t[i][1] <= t1)
-			inside++;
-		if (probe_t[i][1] >= t0 && probe_t[i][0] <= t1 && probe_t[i][1] - probe_t[i][0] > longest)
-			longest = probe_t[i][1] - probe_t[i][0];
+	if (ibv_destroy_qp(qp) || ibv_dereg_mr(mr) || ibv_destroy_cq(scq) || ibv_destroy_cq(rcq))
+		FAIL("teardown: %s", strerror(errno));
+	return 0;
+}
+
+static int mode_flush_irqs(void)
+{
+	long us = 0, ticks = 0, l0, t0, hz;
+	volatile unsigned long spin = 0;
+	double expected = 0;
+	int rounds = 0, tries = 0;
+
+	pin(0);
+	/* The tick rate, from a busy second of this CPU. */
+	l0 = loc_cpu0();
+	t0 = now_us();
+	while (now_us() - t0 < 1000000)
+		spin++;
+	hz = (loc_cpu0() - l0) * 1000000L / (now_us() - t0);
+	if (l0 < 0 || hz < 50)
+		FAIL("CPU 0's timer interrupts: %ld a second", hz);
+	/* A round counts if its flush spans 3 ticks: with interrupts off, it
+	 * gets at most about one of them. */
+	while (expected < 12 && tries++ < 40) {
+		long u = 0, t = 0;
+
+		if (flush_round(&u, &t))
+			return 1;
+		if ((double)u * hz / 1e6 < 3)
+			continue;
+		us += u;
+		ticks += t;
+		rounds++;
+		expected = (double)us * hz / 1e6;
 	}
-	printf("flush_irqs: %d receives flushed, ibv_modify_qp took %ld us (all completions polled after %ld us); %ld interrupts sent and answered within it (the longest wait %ld us)\n",
-	       FLUSH_WQES, t1 - t0, flush_us, inside, longest);
-	if (inside < 4)
-		FAIL("only %ld interrupts were answered during the %ld us of ibv_modify_qp's flush: interrupts were off for most of it",
-		     inside, t1 - t0);
-	ibv_destroy_qp(qp);
-	ibv_dereg_mr(mr);
-	ibv_destroy_cq(scq);
-	ibv_destroy_cq(rcq);
+	printf("flush_irqs: %d rounds of %d receives flushed; ibv_modify_qp took %ld us in all, spanning %.1f ticks at %ld Hz, and CPU 0 handled %ld\n",
+	       rounds, FLUSH_WQES, us, expected, hz, ticks);
+	if (expected < 12)
+		FAIL("the flushes were too quick (%d of %d spanned 3 ticks) to tell", rounds, tries);
+	if (ticks * 4 < expected)
+		FAIL("CPU 0 handled %ld timer interrupts during flushes spanning %.1f ticks: interrupts were off for most of them",
+		     ticks, expected);
 	return 0;
 }
 

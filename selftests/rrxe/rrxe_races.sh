@@ -8,7 +8,7 @@
 # held (by the test build's hook) between finding the window and using
 # its binding: the old rkey is refused. A QP moved to ERR with 32000
 # receives posted flushes them all without keeping interrupts off on its
-# CPU for long (interrupts sent from the other CPU meanwhile). A kernel UD QP
+# CPU for long (its timer interrupts are handled meanwhile). A kernel UD QP
 # destroyed while a process floods it with datagrams (rrxe_race_test
 # ud_flood, through the kernel test module's destroy_race check): no
 # completion naming the destroyed QP reaches its CQ afterwards. Nothing
@@ -55,7 +55,7 @@ summary
 flush_race() {
 	timeout 120 "$bin" rrxera0 flush_irqs >"$tmp/summary" 2>&1
 }
-check "a flush of 32000 receives lets interrupts in while it runs (at least 4 answered)" \
+check "the ERR flush of 32000 receives lets its CPU's timer interrupts in" \
 	race flush_race
 summary
 
