@@ -54,7 +54,7 @@ pub struct RunBudget {
 
 impl RunBudget {
     /// A run's budget, from now.
-    pub fn new() -> Self {
+    pub fn begin() -> Self {
         Self {
             start: Instant::<Monotonic>::now(),
             spent: false,
@@ -102,7 +102,7 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Resu
         }
     }
     let ty = s.ty;
-    let mut budget = RunBudget::new();
+    let mut budget = RunBudget::begin();
     if ty == QpType::Rc {
         return rc::run(dev, s, &mut budget);
     }
