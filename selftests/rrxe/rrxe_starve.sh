@@ -7,14 +7,15 @@
 # with RC SEND datagrams to a QP number nobody has, with wrong ICRCs and
 # then with valid ones (rrxe_wire_fuzz flood). The same runs are made with
 # no RDMA device on the netdev, with an rdma_rxe device and with an rrxe
-# device, alternating rdma_rxe and rrxe, and each busy process's rounds
-# are compared with its rounds without a flood just before and just after. The flood's work must be
+# device, alternating rdma_rxe and rrxe three times, and each busy
+# process's rounds are compared with its rounds without a flood just
+# before and just after. The flood's work must be
 # scheduled like the network stack's own: with rrxe, the busy processes
-# keep at least what they keep with rdma_rxe (the better of two runs
+# keep at least what they keep with rdma_rxe (the best of three runs
 # each, with a tenth of slack for the emulator's noise), on each CPU and
 # in all.
 #
-# Needs two CPUs. RRXE_STARVE_SECS (default 6) is the length of a run.
+# Needs two CPUs. RRXE_STARVE_SECS (default 4) is the length of a run.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -25,7 +26,7 @@ modinfo rdma_rxe >/dev/null 2>&1 || ktap_exit_skip_msg "no rdma_rxe module"
 ktap_set_plan 4
 
 A=rrxtsa B=rrxtsb
-secs=${RRXE_STARVE_SECS:-6}
+secs=${RRXE_STARVE_SECS:-4}
 # A run's rounds with rrxe may fall this far below rdma_rxe's, in percent.
 slack=10
 cleanup_net
@@ -89,16 +90,17 @@ measure() {
 	: >"$tmp/runs"
 	run base || return 1
 	for bad in 1 0; do
-		run "none$bad" "$bad" && run base &&
-			with rxe "$bad" && run base && with rrxe "$bad" && run base &&
+		run "none$bad" "$bad" && run base || return 1
+		for _ in 1 2 3; do
 			with rxe "$bad" && run base && with rrxe "$bad" && run base || return 1
+		done
 	done
 }
 check "floods of wrong and valid ICRCs with no device, rdma_rxe and rrxe ($secs s each)" measure
 
 # kept BAD: compares rrxe's runs with rdma_rxe's for the flood BAD, and
-# prints the share of its baselines each busy process kept (the better
-# of the two runs of each driver).
+# prints the share of its baselines each busy process kept (the best of
+# the three runs of each driver).
 kept() {
 	local bad=$1
 	awk -v slack=$slack -v bad="$bad" '
