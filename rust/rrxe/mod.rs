@@ -15,6 +15,7 @@ pub mod params;
 pub mod pd;
 pub mod pool;
 pub mod qp;
+pub mod qp_flush;
 pub mod qp_modify;
 pub mod queue;
 pub mod rc;

@@ -28,6 +28,7 @@ use crate::logic::{
     wqe,
 };
 use crate::rrxe::pd::{pd_id, PdId};
+pub(crate) use crate::rrxe::qp_flush::{flush, flush_rest};
 use crate::rrxe::qp_modify;
 use crate::rrxe::rc::{RcLocks, ReqState, RespState};
 use crate::rrxe::uc::UcRx;
@@ -138,7 +139,7 @@ pub struct QpShared {
     /// that it wakes (see `rc::timer::tick`).
     timer_fired: AtomicBool,
     /// Set when a [`flush`] left WQEs for [`flush_rest`].
-    flush_pending: AtomicBool,
+    pub(crate) flush_pending: AtomicBool,
     /// The send task: kernel QPs' posts, and the RC requester when the
     /// completer or a timer wakes it.
     #[pin]
@@ -758,82 +759,3 @@ const KERNEL_WQE_MAX: usize = 1024;
 /// Largest QP ring: `max_qp_wr` slots of the largest WQE (1 KiB), as rxe
 /// allows (a gigabyte of kernel memory for a maximal send queue).
 const MAX_QP_RING_BYTES: usize = crate::logic::ring::HDR_SIZE + ((l::MAX_QP_WR as usize + 1) << 10);
-
-/// How many WQEs of each ring one hold of a QP's lock flushes: the lock
-/// is irq-safe, so this bounds how long a flush keeps interrupts off.
-const FLUSH_BATCH: usize = 64;
-
-/// Completes posted WQEs with `IB_WC_WR_FLUSH_ERR` (wr_id, status and QP
-/// number, as rxe), send WQEs on the send CQ and receive WQEs on the
-/// receive CQ, at most [`FLUSH_BATCH`] of each ring: a ring may hold 2^20.
-/// If more are left, `flush_pending` is set, and the caller finishes with
-/// [`flush_rest`] once it has let the lock go. A full CQ loses the rest
-/// (and raises its error event). Runs under the QP's lock: allocates
-/// nothing (only the wr_id, the first 8 bytes of each slot, is copied
-/// out).
-pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
-    let mut slot = [0u8; 8];
-    let mut wc = Wc {
-        status: status::WR_FLUSH_ERR,
-        qp_num: s.qpn,
-        qp_cookie: s.handle,
-        ..Default::default()
-    };
-    let mut more = false;
-    let mut n = 0;
-    while g.sq.pop(&mut slot) {
-        wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-        if s.send_wc(&wc).is_err() {
-            break;
-        }
-        n += 1;
-        if n == FLUSH_BATCH {
-            more = g.sq.pending() > 0;
-            break;
-        }
-    }
-    if let Some(rq) = g.rq.as_mut() {
-        n = 0;
-        while rq.pop(&mut slot) {
-            wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-            if s.recv_wc(&wc, false).is_err() {
-                break;
-            }
-            n += 1;
-            if n == FLUSH_BATCH {
-                more |= rq.pending() > 0;
-                break;
-            }
-        }
-    }
-    if more {
-        s.flush_pending.store(true, Ordering::Release);
-    }
-}
-
-/// Finishes a flush that [`flush`] left for later, one batch per hold of
-/// the QP's lock, while the QP stays in ERR: at most one ring's worth of
-/// each ring, so a process that keeps moving its producer indices cannot
-/// keep the caller here. The caller holds neither the QP's lock nor any
-/// lock a completion handler takes; any context.
-pub(crate) fn flush_rest(s: &QpShared) {
-    if !s.flush_pending.load(Ordering::Acquire) || !s.flush_pending.swap(false, Ordering::AcqRel) {
-        return;
-    }
-    let batches = {
-        let g = s.inner.lock();
-        let rq = g.rq.as_ref().map_or(0, |r| r.geometry().slots());
-        (g.sq.geometry().slots().max(rq) / FLUSH_BATCH) + 1
-    };
-    for _ in 0..batches {
-        let mut g = s.inner.lock();
-        if g.attrs.state != QpState::Err {
-            return;
-        }
-        flush(s, &mut g);
-        drop(g);
-        if !s.flush_pending.swap(false, Ordering::AcqRel) {
-            return;
-        }
-    }
-}
