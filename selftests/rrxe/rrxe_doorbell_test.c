@@ -64,41 +64,9 @@ static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
 	}
 }
 
-static int connect_qp(struct ibv_qp *q, uint32_t peer, int rc)
+static int connect_qp(struct ibv_qp *q, uint32_t peer)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	int r;
-
-	r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_4096;
-	a.dest_qp_num = peer;
-	a.rq_psn = 9;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			       IBV_QP_RQ_PSN |
-			       (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 9;
-	a.max_rd_atomic = 1;
-	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			       (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC : 0));
-	if (r)
-		FAIL("connect QP %u: %s", q->qp_num, strerror(r));
-	return 0;
+	return rrxe_connect(q, peer, &gid, gid_index, IBV_MTU_4096, IBV_ACCESS_REMOTE_WRITE, 9);
 }
 
 struct pair {
@@ -135,7 +103,7 @@ static int pair_new(struct pair *p, int rc, size_t len)
 	p->b = ibv_create_qp(pd, &ia);
 	if (!p->a || !p->b)
 		FAIL("QPs: %s", strerror(errno));
-	return connect_qp(p->a, p->b->qp_num, rc) || connect_qp(p->b, p->a->qp_num, rc);
+	return connect_qp(p->a, p->b->qp_num) || connect_qp(p->b, p->a->qp_num);
 }
 
 static int post_recvs(struct pair *p, int n)

@@ -56,6 +56,50 @@ static inline int rrxe_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
 }
 
 /*
+ * Takes RC or UC QP `q` from RESET to RTS, connected to QP `peer` at
+ * `dgid` through GID index `sgid_index` of port 1, with path MTU `mtu`,
+ * the remote rights `access`, and `psn` as both first PSNs. 0, or 1 with
+ * what failed printed.
+ */
+static inline int rrxe_connect(struct ibv_qp *q, uint32_t peer, const union ibv_gid *dgid, int sgid_index,
+			       enum ibv_mtu mtu, unsigned int access, uint32_t psn)
+{
+	int rc = q->qp_type == IBV_QPT_RC;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access };
+	int r;
+
+	r = ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = peer;
+	a.rq_psn = psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.sgid_index = sgid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			       IBV_QP_RQ_PSN |
+			       (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = psn;
+	a.max_rd_atomic = 1;
+	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			       (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_MAX_QP_RD_ATOMIC : 0));
+	if (r)
+		FAIL("connect QP %u: %s", q->qp_num, strerror(r));
+	return 0;
+}
+
+/*
  * A key no MR or window answers to: the live `key` with its low byte (the
  * variant, rxe's key8) changed. Its index still names the object `key`
  * names, whose variant differs, so every lookup refuses it however the
