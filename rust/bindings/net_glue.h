@@ -60,6 +60,8 @@ enum rrxe_test_site {
 	RRXE_TEST_SITE_NONE = 0,
 	/* An MW rkey's resolution, between its lookup and its use. */
 	RRXE_TEST_SITE_MW_RESOLVE = 1,
+	/* A copy by key, between finding the MR and copying its memory. */
+	RRXE_TEST_SITE_MR_COPY = 2,
 	RRXE_TEST_SITES,
 };
 void rrxe_test_hold(unsigned int site);

@@ -12,6 +12,8 @@ pub enum Site {
     /// A memory window's rkey resolution, between finding the window and
     /// taking its binding.
     MwResolve = 1,
+    /// A copy by key, between finding the MR and copying its memory.
+    MrCopy = 2,
 }
 
 /// Holds the caller here if the test build's `test_hold_site` names

@@ -36,17 +36,34 @@
  *   ud_flood S   for S seconds, UD SENDs of 8 bytes, 64 per doorbell, to
  *                the multicast group ff0e::5a17 with Q_Key 0x1111 (the
  *                kernel test module's destroy race listens there).
+ *   dm_exit      the owner of device memory exits while a peer's access
+ *                to it is under way. A child process allocates 64 KiB of
+ *                DM, fills it, registers it (zero-based, REMOTE_READ) and
+ *                connects an RC QP to one of this process; this process
+ *                READs 4 KiB of it, and the test build holds the copy of
+ *                the READ response between finding the MR and copying
+ *                (test_hold_site 2). The child is SIGKILLed during the
+ *                hold. Its exit must wait for the held copy (a
+ *                deregistration returns only once no access to the MR is
+ *                under way, as rxe's does), so it must not be reaped
+ *                within a second of the hold; released, the exit ends,
+ *                and the READ completes, with the DM's bytes if it
+ *                succeeds. The script scans the kernel log (a late release
+ *                of the DM after its context was freed shows there on the
+ *                debug kernel).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -691,12 +708,190 @@ static int mode_flush_irqs(void)
 	return 0;
 }
 
+#define DM_LEN 65536
+#define DM_READ 4096
+
+static uint8_t dm_pattern(size_t i)
+{
+	return (uint8_t)(i * 29 + 5);
+}
+
+/* The DM owner: sends its QPN and rkey on `wfd`, connects to the QPN read
+ * from `rfd`, says "ready" and waits to be killed. */
+static int dm_owner(int rfd, int wfd)
+{
+	struct ibv_alloc_dm_attr da = { .length = DM_LEN };
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						.max_recv_sge = 1 }, .qp_type = IBV_QPT_RC };
+	struct ibv_context *c = rrxe_open(ibv_get_device_name(ctx->device));
+	uint8_t *fill = malloc(DM_LEN);
+	uint32_t msg[2], peer;
+	union ibv_gid g;
+	struct ibv_pd *opd;
+	struct ibv_cq *cq;
+	struct ibv_dm *dm;
+	struct ibv_mr *mr;
+	struct ibv_qp *q;
+	int gi;
+
+	if (!c || !fill)
+		FAIL("owner: open the device: %s", strerror(errno));
+	opd = ibv_alloc_pd(c);
+	gi = rrxe_ipv4_gid(c, &g);
+	dm = ibv_alloc_dm(c, &da);
+	if (!opd || gi < 0 || !dm)
+		FAIL("owner: PD, GID or DM: %s", strerror(errno));
+	for (size_t i = 0; i < DM_LEN; i++)
+		fill[i] = dm_pattern(i);
+	if (ibv_memcpy_to_dm(dm, 0, fill, DM_LEN))
+		FAIL("owner: fill the DM");
+	mr = ibv_reg_dm_mr(opd, dm, 0, DM_LEN, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_LOCAL_WRITE);
+	cq = ibv_create_cq(c, 8, NULL, NULL, 0);
+	ia.send_cq = ia.recv_cq = cq;
+	q = cq ? ibv_create_qp(opd, &ia) : NULL;
+	if (!mr || !q)
+		FAIL("owner: DM MR, CQ or QP: %s", strerror(errno));
+	msg[0] = q->qp_num;
+	msg[1] = mr->rkey;
+	if (write(wfd, msg, sizeof(msg)) != sizeof(msg) || rrxe_readall(rfd, &peer, sizeof(peer)))
+		FAIL("owner: pipe");
+	if (rrxe_connect(q, peer, &g, gi, IBV_MTU_1024, QP_ACCESS, 7))
+		return 1;
+	if (write(wfd, "r", 1) != 1)
+		FAIL("owner: pipe");
+	for (;;)
+		pause();
+}
+
+struct dm_read {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_mr *lmr;
+	uint32_t rkey;
+	int posted, polled;
+	struct ibv_wc wc;
+};
+
+static void *dm_read_thread(void *arg)
+{
+	struct dm_read *r = arg;
+	struct ibv_sge sge = { (uintptr_t)r->lmr->addr, DM_READ, r->lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr = { .rdma = { .remote_addr = 0, .rkey = r->rkey } } }, *bad;
+
+	r->posted = ibv_post_send(r->qp, &wr, &bad);
+	if (!r->posted)
+		r->polled = poll1(r->cq, &r->wc);
+	return NULL;
+}
+
+/* Polls for child `pid`'s exit for up to `ms`: 1 reaped, 0 not yet. */
+static int reaped_within(pid_t pid, long ms)
+{
+	long end = now_ms() + ms;
+
+	do {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return 1;
+		usleep(1000);
+	} while (now_ms() < end);
+	return 0;
+}
+
+static int mode_dm_exit(void)
+{
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						.max_recv_sge = 1 }, .qp_type = IBV_QPT_RC };
+	uint8_t *lbuf = malloc(DM_READ);
+	struct dm_read r = { 0 };
+	int to_owner[2], from_owner[2];
+	uint32_t msg[2];
+	long hits, end, held_ms;
+	pthread_t t;
+	pid_t pid;
+	char ok;
+
+	if (!lbuf || pipe(to_owner) || pipe(from_owner))
+		FAIL("buffers, pipes");
+	hits = hook_hits();
+	if (hits < 0)
+		FAIL("no " HOOKS "test_hold_hits: not the test build of rrxe");
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (!pid) {
+		close(to_owner[1]);
+		close(from_owner[0]);
+		_exit(dm_owner(to_owner[0], from_owner[1]));
+	}
+	/* The owner's exit closes its end: a read then fails at once. */
+	close(to_owner[0]);
+	close(from_owner[1]);
+	memset(lbuf, 0xee, DM_READ);
+	r.cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	ia.send_cq = ia.recv_cq = r.cq;
+	r.qp = r.cq ? ibv_create_qp(pd, &ia) : NULL;
+	r.lmr = ibv_reg_mr(pd, lbuf, DM_READ, IBV_ACCESS_LOCAL_WRITE);
+	if (!r.qp || !r.lmr)
+		FAIL("CQ, QP, MR: %s", strerror(errno));
+	if (rrxe_readall(from_owner[0], msg, sizeof(msg)) ||
+	    write(to_owner[1], &r.qp->qp_num, sizeof(r.qp->qp_num)) != sizeof(r.qp->qp_num))
+		FAIL("the owner did not set up (see its error above)");
+	r.rkey = msg[1];
+	if (rc_connect(r.qp, msg[0]) || rrxe_readall(from_owner[0], &ok, 1))
+		FAIL("connect to the owner");
+	if (hook_set("test_hold_site", "2"))
+		FAIL("cannot set test_hold_site: %s", strerror(errno));
+	if (pthread_create(&t, NULL, dm_read_thread, &r)) {
+		hook_set("test_hold_site", "0");
+		FAIL("pthread_create");
+	}
+	end = now_ms() + WAIT_MS;
+	while (hook_hits() == hits && now_ms() < end)
+		usleep(1000);
+	if (hook_hits() == hits) {
+		hook_set("test_hold_site", "0");
+		kill(pid, SIGKILL);
+		pthread_join(t, NULL);
+		FAIL("the READ of the DM never reached its copy (post: %s)", strerror(r.posted));
+	}
+	/* The copy is held: the owner dies. */
+	held_ms = now_ms();
+	kill(pid, SIGKILL);
+	if (reaped_within(pid, 1000)) {
+		hook_set("test_hold_site", "0");
+		pthread_join(t, NULL);
+		FAIL("the DM owner's exit ended %ld ms after SIGKILL, while a copy from its DM MR was still held: its MR was deregistered under an access",
+		     now_ms() - held_ms);
+	}
+	hook_set("test_hold_site", "0");
+	held_ms = now_ms() - held_ms;
+	if (!reaped_within(pid, WAIT_MS))
+		FAIL("the DM owner was not reaped within %d ms of the copy's release", WAIT_MS);
+	pthread_join(t, NULL);
+	if (r.posted || r.polled)
+		FAIL("the READ: post %s, %s", strerror(r.posted), r.polled ? "no completion" : "completed");
+	if (r.wc.status == IBV_WC_SUCCESS)
+		for (size_t i = 0; i < DM_READ; i++)
+			if (lbuf[i] != dm_pattern(i))
+				FAIL("the READ of the DM succeeded with byte %zu = 0x%02x, not 0x%02x", i, lbuf[i],
+				     dm_pattern(i));
+	printf("dm_exit: the owner's exit waited for the held copy (%ld ms); the READ completed with %s\n",
+	       held_ms, ibv_wc_status_str(r.wc.status));
+	ibv_destroy_qp(r.qp);
+	ibv_destroy_cq(r.cq);
+	ibv_dereg_mr(r.lmr);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
 
 	if (argc < 3)
-		FAIL("usage: %s DEV mw_dereg ROUNDS | mw_rebind | flush_irqs | ud_flood SECONDS", argv[0]);
+		FAIL("usage: %s DEV mw_dereg ROUNDS | mw_rebind | flush_irqs | dm_exit | ud_flood SECONDS", argv[0]);
 	ctx = rrxe_open(argv[1]);
 	if (!ctx)
 		FAIL("cannot open %s", argv[1]);
@@ -710,6 +905,8 @@ int main(int argc, char **argv)
 		rc = mode_mw_rebind();
 	else if (!strcmp(argv[2], "flush_irqs"))
 		rc = mode_flush_irqs();
+	else if (!strcmp(argv[2], "dm_exit"))
+		rc = mode_dm_exit();
 	else if (!strcmp(argv[2], "ud_flood") && argc > 3)
 		rc = mode_ud_flood(atoi(argv[3]));
 	else
