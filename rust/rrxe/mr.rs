@@ -14,6 +14,7 @@ use crate::logic::{
     bounds::{Chunks, Range},
     keys, limits,
 };
+use crate::pr_err_ratelimited;
 use crate::rrxe::pd::{pd_id, PdId};
 use crate::rrxe::{device::Rrxe, dm::DmMem};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -142,6 +143,100 @@ pub struct RrxeMr {
     pub mem: Arc<MrMem>,
     /// Memory windows bound to it; deregistration waits for none.
     pub bound_mws: BoundMws,
+    /// The accesses to its memory under way; deregistration waits for them.
+    users: Users,
+}
+
+/// The accesses under way to an MR's memory, and whether it takes new
+/// ones, in one atomic: an access counted by [`Self::enter`] before the MR
+/// was retired is waited for by [`Self::retire_and_wait`], one that comes
+/// after is refused. So no copy reaches an MR's memory once
+/// `ibv_dereg_mr` has returned (as rxe's deregistration waits for its
+/// references), and the MR's memory (pinned pages, device memory and its
+/// mmap entry) is released by the deregistration, in its owner's context,
+/// never by the access that happened to be last.
+struct Users(AtomicU32);
+
+impl Users {
+    /// Set while the MR takes new accesses; their count is in the other bits.
+    const LIVE: u32 = 1 << 31;
+
+    fn new() -> Self {
+        Self(AtomicU32::new(Self::LIVE))
+    }
+
+    /// Counts one more access; false, counting nothing, once retired.
+    fn enter(&self) -> bool {
+        self.0
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |v| {
+                (v & Self::LIVE != 0).then_some(v + 1)
+            })
+            .is_ok()
+    }
+
+    /// An access counted by [`Self::enter`] is over.
+    fn leave(&self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Takes no new access, and sleeps until those under way are over.
+    /// Accesses are copies of at most a packet, or one page fault of an
+    /// on-demand MR: the wait is short unless such a fault is stuck, which
+    /// the log then says every ten seconds.
+    fn retire_and_wait(&self, key: u32) {
+        self.0.fetch_and(!Self::LIVE, Ordering::AcqRel);
+        let mut naps = 0u32;
+        while self.0.load(Ordering::Acquire) != 0 {
+            naps = naps.wrapping_add(1);
+            if naps % 50_000 == 0 {
+                pr_err_ratelimited!(
+                    "rrxe: deregistering MR {:#x}: waiting for an access under way\n",
+                    key
+                );
+            }
+            kernel::time::delay::fsleep(kernel::time::Delta::from_micros(200));
+        }
+    }
+}
+
+/// An MR found for one access of its memory: until this is dropped, the
+/// MR's deregistration waits and its memory stays registered.
+pub struct MrRef(core::mem::ManuallyDrop<Arc<RrxeMr>>);
+
+impl MrRef {
+    /// `mr` for an access, unless it is being deregistered.
+    pub(crate) fn enter(mr: Arc<RrxeMr>) -> Option<Self> {
+        mr.users
+            .enter()
+            .then(|| Self(core::mem::ManuallyDrop::new(mr)))
+    }
+
+    /// A reference to the MR that outlives the access (a window's binding:
+    /// the MR's deregistration is refused while it exists).
+    pub fn arc(&self) -> Arc<RrxeMr> {
+        (*self.0).clone()
+    }
+}
+
+impl core::ops::Deref for MrRef {
+    type Target = RrxeMr;
+
+    fn deref(&self) -> &RrxeMr {
+        &self.0
+    }
+}
+
+impl Drop for MrRef {
+    fn drop(&mut self) {
+        let users: *const Users = &self.0.users;
+        // SAFETY: Dropped once, here; not used again.
+        unsafe { core::mem::ManuallyDrop::drop(&mut self.0) };
+        // SAFETY: This access is still counted, so the MR's deregistration
+        // has not returned, and the core's reference (dropped only after it
+        // returns) keeps the MR alive: the reference dropped above was not
+        // the last one.
+        unsafe { (*users).leave() };
+    }
 }
 
 /// How many memory windows are bound to an MR, and whether the MR is
@@ -350,7 +445,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
     fn advise_mr(pd: &Pd<Rrxe>, advice: Advice, flush: bool, sges: AdviseSges<'_>) -> Result {
         let dev = pd.device().data();
         let id = pd_id(pd);
-        let find = |lkey: u32, addr: u64, len: u64| -> Result<Arc<RrxeMr>> {
+        let find = |lkey: u32, addr: u64, len: u64| -> Result<MrRef> {
             let mr = lookup_mr(dev, lkey, id, access::LOCAL_WRITE, addr, len).map_err(|e| {
                 if e == EFAULT {
                     EFAULT
@@ -388,8 +483,9 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
     }
 
     /// `dereg_mr`: refused while windows are bound (as rxe does), else retired
-    /// (a bind under way fails) and removed from the table; the memory is
-    /// unpinned when the last reference goes.
+    /// (a bind under way fails), removed from the table, and returns once
+    /// no access to its memory is under way (see [`Users`]). The memory is
+    /// released when the core drops the MR, right after.
     fn dereg_mr(mr: &Mr<Rrxe>) -> Result {
         let m = mr.data();
         if !m.bound_mws.retire() {
@@ -397,6 +493,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
         }
         // A rereg may have put a replacement at this index already.
         mr.pd().device().data().mr_pool().remove_if(m.index, m);
+        m.users.retire_and_wait(m.key);
         Ok(())
     }
 
@@ -457,6 +554,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
                 range,
                 mem,
                 bound_mws: BoundMws::default(),
+                users: Users::new(),
             },
             GFP_KERNEL,
         )?;
@@ -491,6 +589,7 @@ pub(crate) fn insert_mr(
                 range,
                 mem: mem.take().ok_or(EINVAL)?,
                 bound_mws: BoundMws::default(),
+                users: Users::new(),
             },
             GFP_KERNEL,
         )?)
@@ -630,12 +729,14 @@ pub fn lookup_mr(
     need: NeedAccess,
     iova: u64,
     len: u64,
-) -> Result<Arc<RrxeMr>> {
+) -> Result<MrRef> {
     match keys::key_kind(key) {
         Some(keys::KeyKind::Mr) => {}
         _ => return Err(EINVAL),
     }
-    let mr = dev.mr_pool().get(keys::key_index(key)).ok_or(EINVAL)?;
+    let find = || dev.mr_pool().get(keys::key_index(key)).and_then(MrRef::enter);
+    // A rereg retires the MR it replaced: then the table holds the new one.
+    let mr = find().or_else(find).ok_or(EINVAL)?;
     if mr.pd != pd {
         return Err(EINVAL);
     }
@@ -676,7 +777,7 @@ pub fn lookup_key(
     need: NeedAccess,
     iova: u64,
     len: u64,
-) -> Result<(Arc<RrxeMr>, u64)> {
+) -> Result<(MrRef, u64)> {
     match keys::key_kind(key) {
         Some(keys::KeyKind::Mr) => return Ok((lookup_mr(dev, key, pd, need, iova, len)?, iova)),
         Some(keys::KeyKind::Mw) => {}

@@ -17,7 +17,7 @@ use crate::logic::{
 use crate::rrxe::pd::{pd_id, PdId};
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
-    mr::{lookup_mr, random_key8, LocalOpError, NeedAccess, RrxeMr},
+    mr::{lookup_mr, random_key8, LocalOpError, MrRef, NeedAccess, RrxeMr},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -118,7 +118,7 @@ pub(crate) fn resolve(
     need: NeedAccess,
     iova: u64,
     len: u64,
-) -> Result<(Arc<RrxeMr>, u64)> {
+) -> Result<(MrRef, u64)> {
     let w = dev.mw_pool().get(keys::key_index(key)).ok_or(EINVAL)?;
     if w.rkey.load(Ordering::Acquire) != key {
         return Err(EINVAL);
@@ -148,7 +148,10 @@ pub(crate) fn resolve(
             UseError::Access => EACCES,
             UseError::Bounds => EFAULT,
         })?;
-        (bound.ok_or(EINVAL)?.0.clone(), mr_iova)
+        // A bound MR is not deregistered (deregistration is refused
+        // while windows are bound), so it takes the access.
+        let mr = MrRef::enter(bound.ok_or(EINVAL)?.0.clone()).ok_or(EINVAL)?;
+        (mr, mr_iova)
     };
     // A bind checked the window against the MR; check again, cheaply.
     mr.range.offset_of(mr_iova, len).ok_or(EFAULT)?;
@@ -216,7 +219,7 @@ pub fn bind_mw(
         let new = mr.map(|m| {
             let qp = (w.ty == MwType::Type2).then_some(qpn);
             (
-                m,
+                m.arc(),
                 Binding {
                     range,
                     access: mw_access,
