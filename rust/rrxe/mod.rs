@@ -9,6 +9,7 @@ pub mod dm;
 pub mod gso;
 pub mod mcast;
 pub mod mr;
+pub mod mr_users;
 pub mod mw;
 pub mod net;
 pub mod params;

@@ -14,6 +14,11 @@
  *     QPs on it from inside the handler, through traffic and through the
  *     flush of a QP moved to ERR. A provider that calls the handler with a
  *     lock held that polling or posting takes deadlocks here.
+ *  3. Fast-registration MRs mapped with ib_map_mr_sg from an hrtimer (hard
+ *     irq), a timer (softirq) and process context. The verb does not sleep
+ *     (rxe and mlx5 take no lock in it), so a ULP may map where it posts.
+ *     A lock the provider takes there with interrupts on and also in an
+ *     interrupt is an inconsistent lock state, which lockdep reports.
  *
  * On the debug kernel, lockdep sees every lock the provider takes in each
  * of these contexts.
@@ -478,6 +483,122 @@ out_free:
 	return ret;
 }
 
+#define MAP_PAGES 4
+
+/* Part 3: one MR mapped from each of SRC_HARDIRQ, SRC_SOFTIRQ, SRC_PROCESS. */
+struct map_test {
+	struct ib_mr *mr[SRC_N];
+	struct scatterlist sg[MAP_PAGES];
+	int got[SRC_N];
+	atomic_t wrong_ctx;
+	struct completion done[SRC_N];
+	struct hrtimer hard;
+	struct timer_list soft;
+};
+
+static void map_from(struct map_test *m, enum source src)
+{
+	m->got[src] = ib_map_mr_sg(m->mr[src], m->sg, MAP_PAGES, NULL, PAGE_SIZE);
+	complete(&m->done[src]);
+}
+
+static enum hrtimer_restart map_hard(struct hrtimer *h)
+{
+	struct map_test *m = container_of(h, struct map_test, hard);
+
+	if (!in_hardirq())
+		atomic_inc(&m->wrong_ctx);
+	map_from(m, SRC_HARDIRQ);
+	return HRTIMER_NORESTART;
+}
+
+static void map_soft(struct timer_list *tl)
+{
+	struct map_test *m = timer_container_of(m, tl, soft);
+
+	if (!in_serving_softirq())
+		atomic_inc(&m->wrong_ctx);
+	map_from(m, SRC_SOFTIRQ);
+}
+
+static int ctx_map(struct ib_device *dev, struct ib_pd *pd)
+{
+	static const enum source srcs[] = { SRC_PROCESS, SRC_SOFTIRQ, SRC_HARDIRQ };
+	struct page *pages[MAP_PAGES] = {};
+	struct map_test *m;
+	int i, n, ret = -ENOMEM;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	sg_init_table(m->sg, MAP_PAGES);
+	for (i = 0; i < MAP_PAGES; i++) {
+		pages[i] = alloc_page(GFP_KERNEL);
+		if (!pages[i])
+			goto free;
+		sg_set_page(&m->sg[i], pages[i], PAGE_SIZE, 0);
+	}
+	n = ib_dma_map_sg(dev, m->sg, MAP_PAGES, DMA_BIDIRECTIONAL);
+	ret = -EINVAL;
+	if (n != MAP_PAGES) {
+		pr_err("rrxe_kverbs_test: FAIL contexts: ib_dma_map_sg: %d\n", n);
+		goto free;
+	}
+	for (i = 0; i < ARRAY_SIZE(srcs); i++) {
+		struct ib_mr *mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, MAP_PAGES);
+
+		if (IS_ERR(mr)) {
+			pr_err("rrxe_kverbs_test: FAIL contexts: ib_alloc_mr: %ld\n", PTR_ERR(mr));
+			goto dereg;
+		}
+		m->mr[srcs[i]] = mr;
+		init_completion(&m->done[srcs[i]]);
+	}
+	hrtimer_setup(&m->hard, map_hard, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
+	timer_setup(&m->soft, map_soft, 0);
+	map_from(m, SRC_PROCESS);
+	mod_timer(&m->soft, jiffies + 1);
+	hrtimer_start(&m->hard, us_to_ktime(100), HRTIMER_MODE_REL);
+	for (i = 0; i < ARRAY_SIZE(srcs); i++)
+		if (!wait_for_completion_timeout(&m->done[srcs[i]], 10 * HZ)) {
+			pr_err("rrxe_kverbs_test: FAIL contexts: no mapping from %s\n", src_name[srcs[i]]);
+			goto stop;
+		}
+	for (i = 0; i < ARRAY_SIZE(srcs); i++) {
+		struct ib_mr *mr = m->mr[srcs[i]];
+
+		if (m->got[srcs[i]] != MAP_PAGES || mr->length != MAP_PAGES * PAGE_SIZE ||
+		    mr->iova != sg_dma_address(&m->sg[0])) {
+			pr_err("rrxe_kverbs_test: FAIL contexts: ib_map_mr_sg from %s mapped %d pages, length %llu\n",
+			       src_name[srcs[i]], m->got[srcs[i]], mr->length);
+			goto stop;
+		}
+	}
+	if (atomic_read(&m->wrong_ctx)) {
+		pr_err("rrxe_kverbs_test: FAIL contexts: a mapping ran outside its context\n");
+		goto stop;
+	}
+	ret = 0;
+	pr_info("rrxe_kverbs_test: ok contexts: ib_map_mr_sg of %d pages from hardirq, softirq and process context\n",
+		MAP_PAGES);
+stop:
+	hrtimer_cancel(&m->hard);
+	timer_delete_sync(&m->soft);
+dereg:
+	for (i = 0; i < SRC_N; i++)
+		if (m->mr[i] && ib_dereg_mr(m->mr[i])) {
+			pr_err("rrxe_kverbs_test: FAIL contexts: ib_dereg_mr\n");
+			ret = -EINVAL;
+		}
+	ib_dma_unmap_sg(dev, m->sg, MAP_PAGES, DMA_BIDIRECTIONAL);
+free:
+	for (i = 0; i < MAP_PAGES; i++)
+		if (pages[i])
+			__free_page(pages[i]);
+	kfree(m);
+	return ret;
+}
+
 int kverbs_check_contexts(struct ib_device *dev, struct ib_pd *pd)
 {
 	union ib_gid gid;
@@ -485,5 +606,5 @@ int kverbs_check_contexts(struct ib_device *dev, struct ib_pd *pd)
 
 	r = rdma_query_gid(dev, 1, 0, &gid);
 	CHECK(!r, "contexts: rdma_query_gid: %d\n", r);
-	return ctx_traffic(dev, pd, &gid) ?: ctx_handler(dev, pd, &gid);
+	return ctx_traffic(dev, pd, &gid) ?: ctx_handler(dev, pd, &gid) ?: ctx_map(dev, pd);
 }
