@@ -7,7 +7,11 @@
 # byte for byte; ibv_advise_mr prefetches (each advice, with and without
 # FLUSH) return 0 and a bad lkey fails EINVAL; an ODP MR whose process's
 # address space is gone fails remote access, and the kernel log stays
-# clean. Runs rrxe_odp_test.c against the project's rdma-core 59 userspace
+# clean. A page fault that never completes (rrxe_stall_test's memory, a
+# stand-in for a stalled file system) holds up only its own QP: two other
+# QPs of the device keep exchanging messages, the WRITE and the atomic
+# land once it is released, and the device deletes within 5 s while it is
+# stalled. Runs rrxe_odp_test.c against the project's rdma-core 59 userspace
 # (tools/rdma-user-env): rdma-core 44's librxe does not pass
 # ibv_advise_mr to the kernel.
 #
@@ -20,7 +24,7 @@ root=$(cd "$dir/../.." && pwd)
 dev=rrxod0
 
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 9
 
 # shellcheck source=tools/rdma-user-env
 . "$root/tools/rdma-user-env" ||
@@ -28,6 +32,9 @@ ktap_set_plan 8
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
+modprobe -r rrxe_stall_test 2>/dev/null
+modprobe rrxe_stall_test || ktap_exit_fail_msg "modprobe rrxe_stall_test failed (tools/guest installs it)"
+stall=/sys/module/rrxe_stall_test/parameters
 mk_dummy rrxtd0 && ip addr add 10.79.0.1/24 dev rrxtd0 && link_add $dev rrxtd0 ||
 	ktap_exit_fail_msg "setup failed"
 wait_gid $dev "ffff:10.79.0.1" || ktap_exit_fail_msg "no IPv4 GID on $dev"
@@ -44,9 +51,30 @@ check "SEND gathered from and scattered into ODP MRs after MADV_DONTNEED" t send
 check "FETCH_AND_ADD and CMP_AND_SWP on dropped ODP words, results into a dropped ODP MR" t atomic
 check "ibv_advise_mr: each advice, with and without FLUSH, returns 0; a bad lkey fails EINVAL" t advise
 check "an ODP MR of an exited process: an RDMA WRITE into it fails with a remote access error" t gone
+check "a stalled page fault holds up only its QP; released, the WRITE and the atomic land" t stall
+
+# The device is deleted while a WRITE's fault is stalled. The deletion
+# runs in the background: one that waits for the fault ends only once the
+# fault is released, after the check.
+stalled_delete() {
+	local out=$work/hold pid del rc=0
+	echo 0 >$stall/release
+	"$bin" $dev stall_hold >"$out" 2>&1 &
+	pid=$!
+	wait_for 30 grep -q stalled "$out" || { cat "$out"; kill -9 $pid; echo 1 >$stall/release; return 1; }
+	rdma link delete $dev &
+	del=$!
+	wait_for 5 dev_gone $dev || { echo "rrxod0 still there 5 s after rdma link delete, with a fault stalled"; rc=1; }
+	kill -9 $pid
+	echo 1 >$stall/release
+	wait $pid 2>/dev/null
+	wait $del || rc=1
+	return $rc
+}
+check "the device deletes within 5 s while a fault on its QP's memory is stalled" stalled_delete
 check "no kernel report (WARN, BUG, KASAN, lockdep, hung task)" no_kernel_report "$mark"
-check "the device deletes cleanly" bash -c "rdma link delete $dev && ! test -e /sys/class/infiniband/$dev"
 
 rm -rf "$work"
+modprobe -r rrxe_stall_test
 cleanup_net
 ktap_finished

@@ -24,10 +24,23 @@
  *   gone     an ODP MR registered by a child process (through the shared
  *            context) whose address space is gone when an RDMA WRITE
  *            reaches it: the WRITE fails with a remote access error
+ *   stall    an ODP MR over memory whose page faults wait until released
+ *            (/dev/rrxe_stall of the rrxe_stall_test module, a stand-in
+ *            for a file system whose server stopped answering): an RDMA
+ *            WRITE and a FETCH_AND_ADD into it reach the stalled fault;
+ *            meanwhile 16 SENDs between two other QPs of the device
+ *            must each complete within STALL_MS, a stalled fault holding
+ *            up only its own QP. Released, the WRITE and the atomic
+ *            complete, their data in the memory.
+ *   stall_hold  the WRITE of `stall`, then "stalled" on stdout once its
+ *            fault is reached, and a wait to be killed (the caller deletes
+ *            the device meanwhile)
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +58,8 @@
 #define MAP (4 * 4096 + 4096)
 #define ROUNDS 8
 #define WAIT_MS 10000
+#define STALL_MS 2000
+#define STALL_PARAMS "/sys/module/rrxe_stall_test/parameters/"
 
 #define ODP (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
@@ -427,6 +442,175 @@ static int t_gone(void)
 	return expect("WRITE into an exited process's ODP MR", 1, IBV_WC_REM_ACCESS_ERR);
 }
 
+/* A counter of the stall module, or -1. */
+static long stall_count(const char *name)
+{
+	char path[128];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), STALL_PARAMS "%s", name);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static int stall_release(void)
+{
+	FILE *f = fopen(STALL_PARAMS "release", "w");
+	int r;
+
+	if (!f)
+		FAIL("open " STALL_PARAMS "release: %s", strerror(errno));
+	r = fputs("1", f) < 0;
+	if (fclose(f) || r)
+		FAIL("release the stalled faults: %s", strerror(errno));
+	return 0;
+}
+
+/* Maps 4 pages of /dev/rrxe_stall and registers them on demand. */
+static struct ibv_mr *stall_buf(uint8_t **p)
+{
+	int fd = open("/dev/rrxe_stall", O_RDWR);
+	uint8_t *m;
+
+	if (fd < 0)
+		return NULL;
+	m = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return NULL;
+	*p = m;
+	return ibv_reg_mr(pd, m, 4 * 4096, ODP);
+}
+
+/* Posts the WRITE of 4 KiB of `src` into the stalled memory, and waits
+ * until its fault is reached. */
+static int stall_write(struct ibv_mr *smr, uint8_t *src, struct ibv_mr *dmr, uint8_t *dst)
+{
+	long before = stall_count("waiting") + stall_count("nowait"), end = now_ms() + WAIT_MS;
+
+	if (before < 0)
+		FAIL("no " STALL_PARAMS ": load rrxe_stall_test");
+	pattern(src, 4096, 5);
+	if (post_rdma(IBV_WR_RDMA_WRITE, smr, src, 4096, dmr, dst, 1))
+		FAIL("post the WRITE into the stalled memory");
+	while (stall_count("waiting") + stall_count("nowait") == before)
+		if (now_ms() > end)
+			FAIL("the WRITE never reached the stalled memory's fault");
+		else
+			usleep(1000);
+	return 0;
+}
+
+static int stall_run(void)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 16, .max_recv_wr = 16,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	uint8_t *dst, *src = malloc(4096 + 8), *buf = malloc(2 * 4096);
+	struct ibv_mr *dmr = stall_buf(&dst), *smr, *bmr;
+	struct ibv_cq *cq2 = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *qc, *qd;
+	struct ibv_wc wc;
+	uint64_t got;
+	int n = 0;
+
+	if (!dmr || !src || !buf || !cq2)
+		FAIL("the stalled memory's ODP MR, buffers or CQ: %s", strerror(errno));
+	smr = ibv_reg_mr(pd, src, 4096 + 8, IBV_ACCESS_LOCAL_WRITE);
+	bmr = ibv_reg_mr(pd, buf, 2 * 4096, IBV_ACCESS_LOCAL_WRITE);
+	ia.send_cq = ia.recv_cq = cq2;
+	qc = ibv_create_qp(pd, &ia);
+	qd = ibv_create_qp(pd, &ia);
+	if (!smr || !bmr || !qc || !qd || connect_qp(qc, qd->qp_num) || connect_qp(qd, qc->qp_num))
+		FAIL("the second QP pair");
+	if (stall_write(smr, src, dmr, dst) ||
+	    post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, smr, src + 4096, dmr, dst + 8192, 7, 0, 2))
+		return 1;
+	/* The other QPs of the device carry on meanwhile. */
+	for (int i = 0; i < 16; i++) {
+		struct ibv_sge rs = { (uintptr_t)buf + 4096, 4096, bmr->lkey };
+		struct ibv_sge ss = { (uintptr_t)buf, 512, bmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 100 + i, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr sw = { .wr_id = 200 + i, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+		long end = now_ms() + STALL_MS;
+
+		memset(buf, i + 1, 512);
+		if (ibv_post_recv(qd, &rw, &rbad) || ibv_post_send(qc, &sw, &sbad))
+			FAIL("post on the second pair");
+		for (int k = 0; k < 2;) {
+			n = ibv_poll_cq(cq2, 1, &wc);
+			if (n < 0)
+				FAIL("poll the second pair's CQ");
+			if (n && wc.status != IBV_WC_SUCCESS)
+				FAIL("SEND %d on the second pair: %s", i, ibv_wc_status_str(wc.status));
+			k += n;
+			if (!n && now_ms() > end)
+				FAIL("SEND %d between two other QPs did not complete within %d ms while a fault on the stalled memory was pending (faults waiting: %ld): one stalled fault holds up the device",
+				     i, STALL_MS, stall_count("waiting"));
+		}
+		if (buf[4096] != i + 1 || buf[4096 + 511] != i + 1)
+			FAIL("SEND %d on the second pair: wrong data", i);
+	}
+	if (ibv_poll_cq(cq, 1, &wc))
+		FAIL("the WRITE into the stalled memory completed (%s) before its fault was released",
+		     ibv_wc_status_str(wc.status));
+	if (stall_release() || expect("WRITE into the released memory", 1, IBV_WC_SUCCESS) ||
+	    expect("FETCH_AND_ADD into the released memory", 2, IBV_WC_SUCCESS) ||
+	    same("the released memory", dst, src, 4096))
+		return 1;
+	memcpy(&got, dst + 8192, 8);
+	if (got != 7)
+		FAIL("the FETCH_AND_ADD left %llu in the released memory, expected 7", (unsigned long long)got);
+	printf("stall: 16 SENDs of another QP pair completed while the fault waited; released, the WRITE and the atomic landed\n");
+	return 0;
+}
+
+/* Whatever happens, the faults are released: by this process when the
+ * run ends, or by a watchdog process STALL_WATCHDOG_S seconds in, should
+ * this one be stuck in the kernel behind the stalled fault (an exit that
+ * has to wait for the fault would not end either). */
+#define STALL_WATCHDOG_S 60
+
+static int t_stall(void)
+{
+	pid_t dog = fork();
+	int r;
+
+	if (dog < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (!dog) {
+		sleep(STALL_WATCHDOG_S);
+		fprintf(stderr, "stall: the watchdog released the faults after %d s\n", STALL_WATCHDOG_S);
+		_exit(stall_release());
+	}
+	r = stall_run();
+	kill(dog, SIGKILL);
+	waitpid(dog, NULL, 0);
+	return stall_release() || r;
+}
+
+static int t_stall_hold(void)
+{
+	uint8_t *dst, *src = malloc(4096);
+	struct ibv_mr *dmr = stall_buf(&dst), *smr;
+
+	if (!dmr || !src)
+		FAIL("the stalled memory's ODP MR: %s", strerror(errno));
+	smr = ibv_reg_mr(pd, src, 4096, IBV_ACCESS_LOCAL_WRITE);
+	if (!smr || stall_write(smr, src, dmr, dst))
+		return 1;
+	printf("stalled\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -435,10 +619,11 @@ int main(int argc, char **argv)
 	} modes[] = {
 		{ "write", t_write }, { "read", t_read }, { "send", t_send },
 		{ "atomic", t_atomic }, { "advise", t_advise }, { "gone", t_gone },
+		{ "stall", t_stall }, { "stall_hold", t_stall_hold },
 	};
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV write|read|send|atomic|advise|gone\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV write|read|send|atomic|advise|gone|stall|stall_hold\n", argv[0]);
 		return 2;
 	}
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
