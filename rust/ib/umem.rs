@@ -164,6 +164,20 @@ pub struct OdpUmem {
     len: u64,
 }
 
+/// Whether an access to on-demand memory may wait for a page fault.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Fault {
+    /// It may: the caller can sleep for as long as the fault takes (a
+    /// prefetch, or work that holds up nothing but its own QP).
+    Wait,
+    /// It may not: a page that is not ready (on a file whose read has to
+    /// wait, or swapped out) or an address space whose lock is taken makes
+    /// the access fail with `EAGAIN` instead. The fault is started, as a
+    /// file system starts its read, and the caller tries again later. For
+    /// work that would otherwise hold up other users of the device.
+    NoWait,
+}
+
 /// How many pages one access pins at a time (an array on the stack).
 const ODP_BATCH: usize = 16;
 
@@ -192,17 +206,18 @@ impl OdpUmem {
 
     /// Copies `src` into the memory `off` bytes in, faulting pages in for
     /// writing. `EFAULT` if the range is outside, not mapped writable, or
-    /// the process's address space is gone.
-    pub fn write(&self, off: u64, src: &[u8]) -> Result {
-        self.each_page(off, src.len(), true, |page, at, pos| {
+    /// the process's address space is gone; `EAGAIN` if a page is not
+    /// ready and `fault` says not to wait (some bytes may have been copied).
+    pub fn write(&self, off: u64, src: &[u8], fault: Fault) -> Result {
+        self.each_page(off, src.len(), true, fault, |page, at, pos| {
             // SAFETY: `each_page` holds a pin on `page` during the call.
             unsafe { page.write(at, &src[pos]) }
         })
     }
 
     /// Copies from the memory `off` bytes in into `dst` (see [`Self::write`]).
-    pub fn read(&self, off: u64, dst: &mut [u8]) -> Result {
-        self.each_page(off, dst.len(), false, |page, at, pos| {
+    pub fn read(&self, off: u64, dst: &mut [u8], fault: Fault) -> Result {
+        self.each_page(off, dst.len(), false, fault, |page, at, pos| {
             // SAFETY: `each_page` holds a pin on `page` during the call.
             unsafe { page.read(at, &mut dst[pos]) }
         })
@@ -212,18 +227,20 @@ impl OdpUmem {
     /// prefetch: nothing stays pinned.
     pub fn fault(&self, off: u64, len: u64, write: bool) -> Result {
         let len = usize::try_from(len).map_err(|_| EFAULT)?;
-        self.each_page(off, len, write, |_, _, _| Ok(()))
+        self.each_page(off, len, write, Fault::Wait, |_, _, _| Ok(()))
     }
 
     /// Calls `f(page, offset in page, range in the buffer)` for each piece
     /// of the `len` bytes at `off`, in order, with the page pinned for the
     /// call. The address space's lock is held only while pages are looked
-    /// up and pinned, never during `f`.
+    /// up and pinned, never during `f`. With [`Fault::NoWait`] the lock is
+    /// only tried, and a fault that would wait fails with `EAGAIN`.
     fn each_page(
         &self,
         off: u64,
         len: usize,
         write: bool,
+        fault: Fault,
         mut f: impl FnMut(PageRef, usize, core::ops::Range<usize>) -> Result,
     ) -> Result {
         let end = off.checked_add(len as u64).ok_or(EFAULT)?;
@@ -235,7 +252,9 @@ impl OdpUmem {
         }
         // The process may have exited: its pages are gone with it.
         let mm = MmWithUser::into_mmput_async(self.mm.mmget_not_zero().ok_or(EFAULT)?);
-        let flags = if write { bindings::FOLL_WRITE } else { 0 };
+        let nowait = fault == Fault::NoWait;
+        let flags = if write { bindings::FOLL_WRITE } else { 0 }
+            | if nowait { bindings::FOLL_NOWAIT } else { 0 };
         let psize = PAGE_SIZE as u64;
         let mut done = 0usize;
         while done < len {
@@ -246,7 +265,11 @@ impl OdpUmem {
             let want = (in_page + (len - done)).div_ceil(PAGE_SIZE).min(ODP_BATCH);
             let mut pages = [core::ptr::null_mut::<bindings::page>(); ODP_BATCH];
             let got = {
-                let _lock = mm.mmap_read_lock();
+                let _lock = if nowait {
+                    mm.mmap_read_trylock().ok_or(EAGAIN)?
+                } else {
+                    mm.mmap_read_lock()
+                };
                 // SAFETY: `mm` has users (`mmget_not_zero`) and its mmap
                 // lock is held, as `pin_user_pages_remote` needs without a
                 // `locked` argument; `pages` has room for `want` pointers.
@@ -262,7 +285,12 @@ impl OdpUmem {
                 }
             };
             if got <= 0 {
-                return Err(EFAULT);
+                // A fault that would have waited: GUP pins nothing and
+                // says so with 0 (or `-EBUSY`, `-EAGAIN`).
+                // CAST: An errno fits any signed integer type.
+                let busy =
+                    [0, EBUSY.to_errno() as c_long, EAGAIN.to_errno() as c_long].contains(&got);
+                return Err(if nowait && busy { EAGAIN } else { EFAULT });
             }
             let got = (got as usize).min(want);
             let mut r = Ok(());

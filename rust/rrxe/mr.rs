@@ -7,7 +7,7 @@ use crate::ib::{
     mr::{Advice, AdviseSges, FastRegType, Mr, MrOps, ReregFlags, UserMrRequest},
     object::Pd,
     udata::Udata,
-    umem::{OdpUmem, PageRef, Umem},
+    umem::{Fault, OdpUmem, PageRef, Umem},
 };
 use crate::logic::{
     access::{self, AccessError},
@@ -470,8 +470,9 @@ pub type NeedAccess = u32;
 
 // The data path (UD/UC/RC traffic) is the user of these.
 impl RrxeMr {
-    /// Copies `src` into the region at `iova`.
-    pub fn write(&self, iova: u64, src: &[u8]) -> Result {
+    /// Copies `src` into the region at `iova`. `fault` says whether an
+    /// on-demand region may wait for its pages (`EAGAIN` if not).
+    pub fn write(&self, iova: u64, src: &[u8], fault: Fault) -> Result {
         // A fast-registration MR's range is its current mapping's.
         if let MrMem::Fast(f) = &*self.mem {
             return f.lock().copy(iova, Copy::Into(src));
@@ -498,7 +499,7 @@ impl RrxeMr {
                 }
                 Ok(())
             }
-            MrMem::Odp(u) => u.write(off, src),
+            MrMem::Odp(u) => u.write(off, src, fault),
             MrMem::Dm { mem, offset } => {
                 let p = mem.ptr(offset.checked_add(off).ok_or(EFAULT)?, src.len())?;
                 // SAFETY: `p` has `src.len()` bytes of the DM buffer, which
@@ -543,8 +544,8 @@ impl RrxeMr {
         }
     }
 
-    /// Copies from the region at `iova` into `dst`.
-    pub fn read(&self, iova: u64, dst: &mut [u8]) -> Result {
+    /// Copies from the region at `iova` into `dst` (see [`Self::write`]).
+    pub fn read(&self, iova: u64, dst: &mut [u8], fault: Fault) -> Result {
         if let MrMem::Fast(f) = &*self.mem {
             return f.lock().copy(iova, Copy::From(dst));
         }
@@ -565,7 +566,7 @@ impl RrxeMr {
                 }
                 Ok(())
             }
-            MrMem::Odp(u) => u.read(off, dst),
+            MrMem::Odp(u) => u.read(off, dst, fault),
             MrMem::Dm { mem, offset } => {
                 let p = mem.ptr(offset.checked_add(off).ok_or(EFAULT)?, len)?;
                 // SAFETY: As in `write`, in the other direction.
@@ -662,7 +663,9 @@ pub enum Copy<'a> {
 /// Copies between a kernel buffer and the memory `key` names at `iova`
 /// (the buffer's length), after resolving the key (an MR, or for rkeys a
 /// memory window) with the PD, QP, access and bounds checks of
-/// [`lookup_key`]. `need` is the access the requester must have.
+/// [`lookup_key`]. `need` is the access the requester must have; `fault`
+/// whether on-demand memory may wait for its pages (see [`RrxeMr::write`]).
+#[expect(clippy::too_many_arguments)]
 pub fn copy_by_key(
     dev: &crate::rrxe::device::RrxeDev,
     key: u32,
@@ -671,6 +674,7 @@ pub fn copy_by_key(
     need: NeedAccess,
     iova: u64,
     dir: Copy<'_>,
+    fault: Fault,
 ) -> Result {
     let len = match &dir {
         Copy::Into(b) => b.len(),
@@ -679,8 +683,8 @@ pub fn copy_by_key(
     let (mr, at) = lookup_key(dev, key, pd, qpn, need, iova, len)?;
     crate::ib::testhook::hold(crate::ib::testhook::Site::MrCopy);
     match dir {
-        Copy::Into(b) => mr.write(at, b),
-        Copy::From(b) => mr.read(at, b),
+        Copy::Into(b) => mr.write(at, b, fault),
+        Copy::From(b) => mr.read(at, b, fault),
     }
 }
 

@@ -4,6 +4,7 @@
 //! the SGEs of a receive WQE (or of an RDMA READ), through the memory keys
 //! of the QP's PD. RC, UC and UD share these.
 
+use crate::ib::umem::Fault;
 use crate::logic::{
     access,
     wqe::{self, Payload},
@@ -96,7 +97,9 @@ impl<'a> Gather<'a> {
                     let k = left.min((out.len() - done) as u64) as usize;
                     let at = sge.addr.checked_add(self.off).ok_or(EINVAL)?;
                     let m = mr::lookup_mr(d, sge.lkey, pd, 0, at, k as u64)?;
-                    m.read(at, &mut out[done..done + k])?;
+                    // A send queue runs in its process's doorbell or its
+                    // QP's own task: a fault holds up only this QP.
+                    m.read(at, &mut out[done..done + k], Fault::Wait)?;
                     done += k;
                     self.off += k as u64;
                 }
@@ -106,7 +109,8 @@ impl<'a> Gather<'a> {
     }
 }
 
-/// Writes `data` into a receive WQE's SGEs starting `offset` bytes in.
+/// Writes `data` into a receive WQE's SGEs starting `offset` bytes in
+/// (`fault`: see [`scatter_sges`]).
 pub(crate) fn scatter_at(
     d: &RrxeDev,
     pd: PdId,
@@ -114,13 +118,16 @@ pub(crate) fn scatter_at(
     n: u32,
     offset: u64,
     data: &[u8],
+    fault: Fault,
 ) -> Result {
-    scatter_sges(d, pd, slot, wqe::RECV_HDR, n, offset, data)
+    scatter_sges(d, pd, slot, wqe::RECV_HDR, n, offset, data, fault)
 }
 
 /// Writes `data` into the `n` SGEs at `base` in a WQE (a receive WQE's, or
 /// an RDMA READ's), starting `offset` bytes in; each SGE's lkey must allow
-/// local write.
+/// local write. `fault` says whether on-demand memory may wait for its
+/// pages (`EAGAIN` if not; some of `data` may have been written).
+#[expect(clippy::too_many_arguments)]
 pub(crate) fn scatter_sges(
     d: &RrxeDev,
     pd: PdId,
@@ -129,6 +136,7 @@ pub(crate) fn scatter_sges(
     n: u32,
     offset: u64,
     data: &[u8],
+    fault: Fault,
 ) -> Result {
     let mut skip = offset;
     let mut done = 0usize;
@@ -145,7 +153,7 @@ pub(crate) fn scatter_sges(
         let k = (l - skip).min((data.len() - done) as u64) as usize;
         let at = sge.addr.checked_add(skip).ok_or(EINVAL)?;
         let m = mr::lookup_mr(d, sge.lkey, pd, access::LOCAL_WRITE, at, k as u64)?;
-        m.write(at, &data[done..done + k])?;
+        m.write(at, &data[done..done + k], fault)?;
         done += k;
         skip = 0;
     }

@@ -9,7 +9,7 @@
 //! and the caller learns it (`Err`); a packet lost on the way out (no
 //! route, no memory) is counted and dropped, as the wire would drop it.
 
-use crate::ib::{device::Device, gate::TxGate, net::RouteCache, stats::Counter};
+use crate::ib::{device::Device, gate::TxGate, net::RouteCache, stats::Counter, umem::Fault};
 use crate::logic::{
     access,
     hdr::{Headers, MAX_HDRS},
@@ -97,7 +97,16 @@ impl Packet {
                 if out.is_empty() {
                     return Ok(());
                 }
-                mr::copy_by_key(d, rkey, pd, qpn, access::REMOTE_READ, va, Copy::From(out))
+                mr::copy_by_key(
+                    d,
+                    rkey,
+                    pd,
+                    qpn,
+                    access::REMOTE_READ,
+                    va,
+                    Copy::From(out),
+                    Fault::Wait,
+                )
             }
         }
     }

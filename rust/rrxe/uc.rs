@@ -13,7 +13,7 @@
 //! goes to the memory its RETH names, with the rkey, the PD, the rights
 //! and the bounds checked, and the key resolved again on every packet.
 
-use crate::ib::{device::Device, qp::QpType};
+use crate::ib::{device::Device, qp::QpType, umem::Fault};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
@@ -375,7 +375,7 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
         }
         return false;
     }
-    if scatter_at(d, qp.pd, slot, r.num_sge, rx.offset, p.payload).is_err() {
+    if scatter_at(d, qp.pd, slot, r.num_sge, rx.offset, p.payload, Fault::Wait).is_err() {
         complete_held(
             d,
             qp,
@@ -455,6 +455,7 @@ fn recv_write(
             access::REMOTE_WRITE,
             at,
             Copy::Into(p.payload),
+            Fault::Wait,
         )
         .is_err()
         {

@@ -13,7 +13,7 @@
 //! scattered into it, and a receive completion. Anything that cannot be
 //! delivered is dropped, as UD allows.
 
-use crate::ib::{attr::MGMT_MAD_SIZE, device::Device, qp::QpType, stats::Counter};
+use crate::ib::{attr::MGMT_MAD_SIZE, device::Device, qp::QpType, stats::Counter, umem::Fault};
 use crate::logic::{
     cqe::{flags, net_type, status, Wc},
     hdr::{self, Bth, Deth, Headers},
@@ -327,12 +327,22 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     wc.status = match wqe::parse_recv(&slot, max_sge) {
         Err(_) => status::LOC_QP_OP_ERR,
         Ok(r) if r.length < total as u64 => status::LOC_LEN_ERR,
-        Ok(r) => match scatter_at(d, qp.pd, &slot, r.num_sge, 0, &grh(dg))
-            .and_then(|()| scatter_at(d, qp.pd, &slot, r.num_sge, GRH as u64, dg.payload))
-        {
-            Ok(()) => status::SUCCESS,
-            Err(_) => status::LOC_PROT_ERR,
-        },
+        Ok(r) => {
+            match scatter_at(d, qp.pd, &slot, r.num_sge, 0, &grh(dg), Fault::Wait).and_then(|()| {
+                scatter_at(
+                    d,
+                    qp.pd,
+                    &slot,
+                    r.num_sge,
+                    GRH as u64,
+                    dg.payload,
+                    Fault::Wait,
+                )
+            }) {
+                Ok(()) => status::SUCCESS,
+                Err(_) => status::LOC_PROT_ERR,
+            }
+        }
     };
     if wc.status == status::SUCCESS {
         wc.byte_len = total as u32;

@@ -9,7 +9,7 @@ use super::{
     timer::{arm, restart, rnr_wait},
     RcPkt, ReqState,
 };
-use crate::ib::{device::Device, qp::QpType, stats::Counter};
+use crate::ib::{device::Device, qp::QpType, stats::Counter, umem::Fault};
 use crate::logic::{
     access,
     acks::Action,
@@ -174,7 +174,9 @@ fn atomic_ack(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, i: usize, psn: u32, 
     let st = match wqe::sge_at(rc.shadow(i), wqe::SEND_HDR, 0) {
         Some(sge) if sge.length >= 8 => {
             match mr::lookup_mr(d, sge.lkey, s.pd, access::LOCAL_WRITE, sge.addr, 8) {
-                Ok(m) if m.write(sge.addr, &orig.to_ne_bytes()).is_ok() => status::SUCCESS,
+                Ok(m) if m.write(sge.addr, &orig.to_ne_bytes(), Fault::Wait).is_ok() => {
+                    status::SUCCESS
+                }
                 _ => status::LOC_PROT_ERR,
             }
         }
@@ -233,7 +235,19 @@ fn read_data(
         Payload::Sges { n, .. } => n,
         Payload::Inline { .. } => return Some(status::LOC_PROT_ERR),
     };
-    if n > 0 && scatter_sges(d, s.pd, slot, wqe::SEND_HDR, nsge, f.got, p.payload).is_err() {
+    if n > 0
+        && scatter_sges(
+            d,
+            s.pd,
+            slot,
+            wqe::SEND_HDR,
+            nsge,
+            f.got,
+            p.payload,
+            Fault::Wait,
+        )
+        .is_err()
+    {
         return Some(status::LOC_PROT_ERR);
     }
     f.got += n;

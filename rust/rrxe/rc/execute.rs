@@ -9,7 +9,7 @@ use super::{
     state::Res,
     RcPkt, RespState,
 };
-use crate::ib::stats::Counter;
+use crate::ib::{stats::Counter, umem::Fault};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
@@ -86,6 +86,21 @@ impl Ctx<'_, '_> {
             .map_err(key_fail)?;
         }
         Ok(())
+    }
+
+    /// The RNR NAK for a packet whose on-demand memory is not ready: the
+    /// page's fault was started, and the requester sends the packet again
+    /// after its RNR timer, by when it is done. Waiting for the fault here
+    /// would hold up the device's other QPs (a fault on a stalled file
+    /// system may never end), so every access of the responder is made
+    /// with [`Fault::NoWait`]. Nothing of the request is kept.
+    fn not_ready(&self, rc: &RespState) -> Reply {
+        self.d.count(Counter::SndRnr, 1);
+        Reply::Ack {
+            psn: self.p.psn,
+            syn: Syndrome::Rnr(self.a.min_rnr_timer),
+            msn: rc.msn,
+        }
     }
 
     /// A single-packet request done: the expected PSN and the MSN move on.
@@ -185,8 +200,20 @@ fn send(
     if rc.offset + n > r.length {
         return Err((Nak::InvReq, status::LOC_LEN_ERR));
     }
-    if n > 0 && scatter_at(d, s.pd, slot, r.num_sge, rc.offset, p.payload).is_err() {
-        return Err((Nak::RemOp, status::LOC_PROT_ERR));
+    if n > 0 {
+        match scatter_at(
+            d,
+            s.pd,
+            slot,
+            r.num_sge,
+            rc.offset,
+            p.payload,
+            Fault::NoWait,
+        ) {
+            Ok(()) => {}
+            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(_) => return Err((Nak::RemOp, status::LOC_PROT_ERR)),
+        }
     }
     rc.offset += n;
     rc.epsn = psn_add(p.psn, 1);
@@ -261,7 +288,7 @@ fn write(
     }
     if n > 0 {
         let at = va.checked_add(rc.offset).ok_or(REM_ACCESS)?;
-        mr::copy_by_key(
+        let r = mr::copy_by_key(
             d,
             rkey,
             s.pd,
@@ -269,8 +296,13 @@ fn write(
             access::REMOTE_WRITE,
             at,
             Copy::Into(p.payload),
-        )
-        .map_err(key_fail)?;
+            Fault::NoWait,
+        );
+        match r {
+            Ok(()) => {}
+            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) => return Err(key_fail(e)),
+        }
     }
     rc.offset += n;
     rc.epsn = psn_add(p.psn, 1);
@@ -355,7 +387,12 @@ fn atomic(c: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Resul
     let orig = {
         let _g = d.atomics().lock();
         let mut b = [0u8; 8];
-        m.read(at, &mut b).map_err(key_fail)?;
+        // Nothing is written unless both the read and the write go through.
+        match m.read(at, &mut b, Fault::NoWait) {
+            Ok(()) => {}
+            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) => return Err(key_fail(e)),
+        }
         let orig = u64::from_ne_bytes(b);
         let new = if cas {
             if orig == atm.compare {
@@ -366,7 +403,11 @@ fn atomic(c: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Resul
         } else {
             orig.wrapping_add(atm.swap_add)
         };
-        m.write(at, &new.to_ne_bytes()).map_err(key_fail)?;
+        match m.write(at, &new.to_ne_bytes(), Fault::NoWait) {
+            Ok(()) => {}
+            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) => return Err(key_fail(e)),
+        }
         orig
     };
     add_res(rc, Res::Atomic { psn: p.psn, orig });
@@ -395,7 +436,11 @@ fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Rep
     }
     {
         let _g = d.atomics().lock();
-        m.write(at, p.payload).map_err(key_fail)?;
+        match m.write(at, p.payload, Fault::NoWait) {
+            Ok(()) => {}
+            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) => return Err(key_fail(e)),
+        }
     }
     add_res(rc, Res::Empty { psn: p.psn });
     c.done_one(rc);
