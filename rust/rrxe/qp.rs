@@ -12,6 +12,7 @@
 use crate::ib::{
     device::Device,
     gate::{GateOwner, TxGate},
+    memcg::Charge,
     net::RouteCache,
     wr::{RecvWr, SendWr},
 };
@@ -120,6 +121,9 @@ pub struct QpShared {
     pub reply_buf: Mutex<KVVec<u8>>,
     /// A kernel QP (rings in kernel memory, posted through the verbs).
     pub kernel: bool,
+    /// Whose memory cgroup pays for what the QP allocates once created
+    /// (its packet buffers), whatever context allocates it.
+    pub charge: Charge,
     /// The core's handle for the QP, carried by kernel completions.
     pub handle: usize,
     /// The route of a connected QP's packets (RC and UC), kept between
@@ -278,7 +282,9 @@ impl QpShared {
         }
         let size = self.inner.lock().rq.as_ref()?.geometry().elem_size();
         if slot.len() != size {
-            slot.resize(size, 0u8, GFP_KERNEL).ok()?;
+            self.charge
+                .run(size, |gfp| Ok(slot.resize(size, 0u8, gfp)?))
+                .ok()?;
         }
         let mut g = self.inner.lock();
         let rq = g.rq.as_mut()?;
@@ -472,26 +478,31 @@ impl QpOps<Rrxe> for RrxeQp {
             port_num: 1,
             ..Default::default()
         };
-        // A user QP's RC shadow of its send ring (as large as the ring) is
-        // the user's memory, charged to its memory cgroup like the rings.
-        let gfp = if udata.is_some() {
-            kernel::alloc::flags::GFP_KERNEL_ACCOUNT
+        // What a user QP allocates (its RC shadow of the send ring, as large
+        // as the ring, its route cache and socket, the buffers that grow
+        // later) is the user's memory, charged to its memory cgroup like
+        // the rings.
+        let charge = Charge::for_user(udata.is_some());
+        let gfp = charge.gfp();
+        let (slots, elem) = (sq.geometry().slots(), sq.geometry().elem_size());
+        charge.room(if init.ty == QpType::Rc {
+            ReqState::bytes(slots, elem)
         } else {
-            GFP_KERNEL
-        };
+            0
+        })?;
         let rc_state = if init.ty == QpType::Rc {
-            ReqState::new(sq.geometry().slots(), sq.geometry().elem_size(), gfp)?
+            ReqState::new(slots, elem, gfp)?
         } else {
             ReqState::new(0, 0, gfp)?
         };
         let rc_state = (rc_state, RespState::new(gfp)?);
         let mut rc_state = Some(rc_state);
         let mut route = match init.ty {
-            QpType::Rc | QpType::Uc => Some(RouteCache::new()?),
+            QpType::Rc | QpType::Uc => Some(RouteCache::new(&charge)?),
             _ => None,
         };
         let mut gate = match init.ty {
-            QpType::Rc => Some(TxGate::new()?),
+            QpType::Rc => Some(TxGate::new(&charge)?),
             _ => None,
         };
         let mut inner = Some(QpInner {
@@ -500,8 +511,10 @@ impl QpOps<Rrxe> for RrxeQp {
             rq,
             ud_spare: KVec::new(),
         });
+        let mut charge = Some(charge);
         let make = |qpn: u32| {
             let inner = inner.take().ok_or(EINVAL)?;
+            let charge = charge.take().ok_or(EINVAL)?;
             let rc_state = rc_state.take().ok_or(EINVAL)?;
             let route = route.take();
             let gate = gate.take();
@@ -522,6 +535,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
                 reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
                 kernel,
+                charge,
                 handle: init.handle,
                 route,
                 gate,
@@ -532,7 +546,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 task <- new_work!("rrxe::QpShared::task"),
                 timer <- HrTimer::new(),
             }? Error),
-                GFP_KERNEL,
+                gfp,
             )
         };
         let (qpn, shared) = if init.ty == QpType::Gsi {
@@ -593,7 +607,8 @@ impl QpOps<Rrxe> for RrxeQp {
                 resp.set_rq_psn(new.rq_psn);
             }
             if mask & qp::mask::MAX_DEST_RD_ATOMIC != 0 {
-                resp.set_dest_rd_atomic(new.max_dest_rd_atomic)?;
+                let n = new.max_dest_rd_atomic;
+                s.charge.run(0, |gfp| resp.set_dest_rd_atomic(n, gfp))?;
             }
             if to_err {
                 resp.on_error(s);
