@@ -27,11 +27,14 @@ use kernel::{
     prelude::*,
 };
 
-/// Room asked for beyond what an allocation says it takes: the slab's
-/// rounding, an object's small allocations beside its big one, the VMA
-/// and page table of the mapping that follows a ring, a QP's kernel
-/// socket.
+/// Room a verb asks for beyond what it says it allocates: an object's
+/// small allocations beside its big one, the VMA and page table of the
+/// mapping that follows a ring, a QP's kernel socket.
 const SLACK: usize = 16 * 1024;
+
+/// Room a buffer growing later asks for beyond its size: the slab's
+/// rounding.
+const ROUNDING: usize = kernel::page::PAGE_SIZE;
 
 /// The memory cgroup an object's allocations are charged to.
 ///
@@ -93,6 +96,18 @@ impl Charge {
     /// `ENOMEM` instead when the cgroup lacks the room (see the module's
     /// doc). Process context; may sleep.
     pub fn run<R>(&self, bytes: usize, f: impl FnOnce(Flags) -> Result<R>) -> Result<R> {
+        self.scoped(bytes.saturating_add(ROUNDING), f)
+    }
+
+    /// `ENOMEM` unless the cgroup has room for about `bytes` more: for
+    /// the allocations of a user's verb that follow, in its own call
+    /// (with [`Self::gfp`]).
+    pub fn room(&self, bytes: usize) -> Result {
+        self.scoped(bytes.saturating_add(SLACK), |_| Ok(()))
+    }
+
+    /// [`Self::run`] with `room` bytes of room asked for.
+    fn scoped<R>(&self, room: usize, f: impl FnOnce(Flags) -> Result<R>) -> Result<R> {
         let Some(m) = self.memcg else {
             return f(flags::GFP_KERNEL);
         };
@@ -100,17 +115,11 @@ impl Charge {
         // scope, which ends below.
         let old = unsafe { bindings::rrxe_memcg_enter(m.as_ptr()) };
         // SAFETY: Process context (the caller's promise); no preconditions.
-        let r = to_result(unsafe { bindings::rrxe_memcg_room(bytes.saturating_add(SLACK)) })
+        let r = to_result(unsafe { bindings::rrxe_memcg_room(room) })
             .and_then(|()| f(flags::GFP_KERNEL_ACCOUNT));
         // SAFETY: Restores the scope that was active before ours.
         unsafe { bindings::rrxe_memcg_leave(old) };
         r
-    }
-
-    /// `ENOMEM` unless the cgroup has room for about `bytes` more: for
-    /// the allocations of a user's verb that follow, in its own call.
-    pub fn room(&self, bytes: usize) -> Result {
-        self.run(bytes, |_| Ok(()))
     }
 }
 

@@ -485,17 +485,41 @@ impl QpOps<Rrxe> for RrxeQp {
         let charge = Charge::for_user(udata.is_some());
         let gfp = charge.gfp();
         let (slots, elem) = (sq.geometry().slots(), sq.geometry().elem_size());
-        charge.room(if init.ty == QpType::Rc {
-            ReqState::bytes(slots, elem)
-        } else {
-            0
-        })?;
+        // The buffers a WQE is copied into, allocated now, in the owner's
+        // call (later, in the receive path, the allocation could only fail
+        // or go uncharged).
+        let recv = match (&rq, &srq) {
+            (Some(rq), _) => rq.geometry().elem_size(),
+            (None, Some(srq)) => srq.inner.lock().ring.geometry().elem_size(),
+            (None, None) => 0,
+        };
+        charge.room(
+            elem + recv
+                + if init.ty == QpType::Rc {
+                    ReqState::bytes(slots, elem)
+                } else {
+                    0
+                },
+        )?;
+        let (rc_recv, uc_recv, ud_recv) = match init.ty {
+            QpType::Rc => (recv, 0, 0),
+            QpType::Uc => (0, recv, 0),
+            _ => (0, 0, recv),
+        };
+        let send_bufs = SendBufs {
+            wqe: KVec::from_elem(0u8, elem, gfp)?,
+            payload: KVec::new(),
+        };
+        let uc_rx = UcRx {
+            spare: KVec::from_elem(0u8, uc_recv, gfp)?,
+            ..Default::default()
+        };
         let rc_state = if init.ty == QpType::Rc {
             ReqState::new(slots, elem, gfp)?
         } else {
             ReqState::new(0, 0, gfp)?
         };
-        let rc_state = (rc_state, RespState::new(gfp)?);
+        let rc_state = (rc_state, RespState::new(gfp, rc_recv)?);
         let mut rc_state = Some(rc_state);
         let mut route = match init.ty {
             QpType::Rc | QpType::Uc => Some(RouteCache::new(&charge)?),
@@ -509,11 +533,15 @@ impl QpOps<Rrxe> for RrxeQp {
             attrs,
             sq,
             rq,
-            ud_spare: KVec::new(),
+            ud_spare: KVec::from_elem(0u8, ud_recv, gfp)?,
         });
         let mut charge = Some(charge);
+        let mut send_bufs = Some(send_bufs);
+        let mut uc_rx = Some(uc_rx);
         let make = |qpn: u32| {
             let inner = inner.take().ok_or(EINVAL)?;
+            let send_bufs = send_bufs.take().ok_or(EINVAL)?;
+            let uc_rx = uc_rx.take().ok_or(EINVAL)?;
             let charge = charge.take().ok_or(EINVAL)?;
             let rc_state = rc_state.take().ok_or(EINVAL)?;
             let route = route.take();
@@ -529,8 +557,8 @@ impl QpOps<Rrxe> for RrxeQp {
                 recv_cq: recv_cq.clone(),
                 srq: srq.clone(),
                 inner <- new_spinlock_irq!(inner, "rrxe::QpShared::inner"),
-                send_lock <- new_mutex!(SendBufs::default(), "rrxe::QpShared::send_lock"),
-                uc_rx <- new_mutex!(UcRx::default(), "rrxe::QpShared::uc_rx"),
+                send_lock <- new_mutex!(send_bufs, "rrxe::QpShared::send_lock"),
+                uc_rx <- new_mutex!(uc_rx, "rrxe::QpShared::uc_rx"),
                 rc <- RcLocks::new(rc_state.0, rc_state.1),
                 req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
                 reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),

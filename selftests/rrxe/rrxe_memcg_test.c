@@ -13,8 +13,12 @@
  * device memory left, 16 KiB of it with an MR on it. Every message is
  * checked (status, length, bytes).
  *
- * When a verb fails, it prints "failed VERB ERRNO_NAME ROUNDS" on standard
- * output, then "holding" once everything it made is still there, and waits
+ * When a verb fails, it prints "failed VERB ERRNO_NAME ..." on standard
+ * output; when a message completes with LOC_QP_OP_ERR or REM_OP_ERR (what
+ * a message gets whose packet buffer the kernel found no memory for, on
+ * the requester's side or the READ responder's), "failed completion
+ * STATUS ...". Then it prints "holding" once everything it made is still
+ * there, and waits
  * until its standard input reaches end of file (the script measures the
  * cgroup and the kernel meanwhile); then it exits without freeing
  * anything. Exit status 0 once it held, 1 on a failure that is not a verb
@@ -54,6 +58,7 @@ static int gidx;
 static uint8_t *buf;		/* [0, MSG) send, [MSG, 2 MSG) receive, ... */
 static const char *failed_verb;
 static int failed_err;
+static const char *failed_wc;	/* with failed_verb "completion" */
 
 /* A verb failed with `err`: remembered, and the rounds stop. */
 static int verb_failed(const char *verb, int err)
@@ -61,6 +66,19 @@ static int verb_failed(const char *verb, int err)
 	failed_verb = verb;
 	failed_err = err ? err : EIO;
 	return -1;
+}
+
+/* A completion's status other than success: -1 (the rounds stop) for the
+ * two a message gets when its packet buffer found no memory, else 1. */
+static int wc_failed(const struct ibv_wc *wc, const char *what)
+{
+	if (wc->status == IBV_WC_LOC_QP_OP_ERR || wc->status == IBV_WC_REM_OP_ERR) {
+		failed_verb = "completion";
+		failed_wc = wc->status == IBV_WC_LOC_QP_OP_ERR ? "LOC_QP_OP_ERR" : "REM_OP_ERR";
+		return -1;
+	}
+	FAIL("%s: wr %llu status %s (%d) byte_len %u", what, (unsigned long long)wc->wr_id,
+	     ibv_wc_status_str(wc->status), wc->status, wc->byte_len);
 }
 
 #define VERB(what, ptr) ({ __typeof__(ptr) p_ = (ptr); if (!p_) return verb_failed(what, errno); p_; })
@@ -145,7 +163,9 @@ static int expect(struct ibv_cq *cq, uint64_t id, uint32_t len)
 	}
 	if (n < 0)
 		FAIL("ibv_poll_cq: %d", n);
-	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != id || wc.byte_len != len)
+	if (wc.status != IBV_WC_SUCCESS)
+		return wc_failed(&wc, "expected completion");
+	if (wc.wr_id != id || wc.byte_len != len)
 		FAIL("wr %llu: got wr %llu status %s (%d) byte_len %u, expected %u", (unsigned long long)id,
 		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), wc.status, wc.byte_len, len);
 	return 0;
@@ -213,6 +233,10 @@ static int send_one(struct ibv_qp *from, struct ibv_qp *to, struct ibv_cq *cq, u
 
 		if (n < 0)
 			FAIL("ibv_poll_cq: %d", n);
+		/* A failed send leaves its receive posted: stop at once. */
+		for (int i = got; i < got + n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return wc_failed(&wc[i], "SEND");
 		got += n;
 		if (got < 2 && now_ms() > end)
 			FAIL("SEND of seed %u: %d of 2 completions in %d ms", seed, got, WAIT_MS);
@@ -222,9 +246,8 @@ static int send_one(struct ibv_qp *from, struct ibv_qp *to, struct ibv_cq *cq, u
 	for (int i = 0; i < 2; i++) {
 		uint32_t want = wc[i].wr_id == 1 ? MSG + grh : MSG;
 
-		if (wc[i].status != IBV_WC_SUCCESS || (wc[i].wr_id == 1 && wc[i].byte_len != want))
-			FAIL("SEND of seed %u: wr %llu status %s byte_len %u", seed,
-			     (unsigned long long)wc[i].wr_id, ibv_wc_status_str(wc[i].status), wc[i].byte_len);
+		if (wc[i].wr_id == 1 && wc[i].byte_len != want)
+			FAIL("SEND of seed %u: received %u bytes, expected %u", seed, wc[i].byte_len, want);
 	}
 	return same(buf + MSG + grh, MSG, seed, "received SEND");
 }
@@ -236,9 +259,9 @@ static int read_one(struct ibv_qp *q, struct ibv_cq *cq, struct ibv_mr *mr, unsi
 	memset(buf + 3 * MSG, 0, MSG);
 	VERB0("ibv_post_send", post(q, IBV_WR_RDMA_READ, 3, buf + 3 * MSG, mr->lkey, (uintptr_t)(buf + 2 * MSG),
 				    mr->rkey, NULL, 0));
-	if (expect(cq, 3, MSG))
-		return 1;
-	return same(buf + 3 * MSG, MSG, seed, "RDMA READ");
+	int r = expect(cq, 3, MSG);
+
+	return r ?: same(buf + 3 * MSG, MSG, seed, "RDMA READ");
 }
 
 /* ---- rounds ---- */
@@ -381,8 +404,8 @@ int main(int argc, char **argv)
 	if (!failed_verb)
 		FAIL("%u rounds and no verb failed", n);
 	printf("failed %s %s after %u rounds, %llu bytes of DM, %zu KiB of heap in use\n", failed_verb,
-	       strerrorname_np(failed_err), n, (unsigned long long)(dx.max_dm_size - dm_left),
-	       mallinfo2().uordblks >> 10);
+	       failed_wc ? failed_wc : strerrorname_np(failed_err), n,
+	       (unsigned long long)(dx.max_dm_size - dm_left), mallinfo2().uordblks >> 10);
 	printf("holding\n");
 	while (read(0, &c, 1) > 0)
 		;

@@ -247,15 +247,16 @@ impl ReqState {
 }
 
 impl RespState {
-    /// A responder's state, allocated with `gfp`.
-    pub fn new(gfp: kernel::alloc::Flags) -> Result<Self> {
+    /// A responder's state, allocated with `gfp`, its buffer for receive
+    /// WQEs `recv` bytes long (allocated now, not by the receive path).
+    pub fn new(gfp: kernel::alloc::Flags, recv: usize) -> Result<Self> {
         Ok(Self {
             epsn: 0,
             msn: 0,
             nak_sent: false,
             msg: None,
             held: None,
-            spare: KVec::new(),
+            spare: KVec::from_elem(0u8, recv, gfp)?,
             offset: 0,
             write: None,
             res: KVec::new(),
