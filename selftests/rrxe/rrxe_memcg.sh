@@ -112,7 +112,15 @@ within() {
 	[ "$uncharged" -lt $((limit / 10)) ] ||
 		{ echo "kernel memory not charged to the cgroup: $uncharged bytes, limit / 10 = $((limit / 10))"; return 1; }
 }
-check "kernel memory not charged to the cgroup grew by less than a tenth of the limit" within
+# On the debug kernel (RRXE_DEBUG=1) the count is not rrxe's: kmemleak's
+# record of each allocation and KASAN's quarantine of freed objects are
+# uncharged slab too (one run: 27,582 KiB). The check is skipped there,
+# its numbers printed above.
+if [ "${RRXE_DEBUG:-0}" = 1 ]; then
+	ktap_test_skip "kernel memory not charged to the cgroup: on the debug kernel it counts kmemleak's and KASAN's metadata too"
+else
+	check "kernel memory not charged to the cgroup grew by less than a tenth of the limit" within
+fi
 
 # The process has exited: its objects go, and with them what was charged.
 freed() {
