@@ -23,6 +23,8 @@
 #include <linux/vmalloc.h>
 #include <linux/random.h>
 #include <linux/mm.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
 #include <linux/uaccess.h>
 
 #include "helpers.h"
@@ -197,7 +199,7 @@ void rrxe_ib_set_parent(struct ib_device *ibdev, struct net_device *ndev) { ibde
 const char *rrxe_ib_device_name(struct ib_device *ibdev) { return dev_name(&ibdev->dev); }
 
 void *rrxe_vzalloc_account(unsigned long size)
-{ return __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL); }
+{ return __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL | __GFP_NOWARN); }
 
 unsigned long rrxe_vma_start(struct vm_area_struct *vma) { return vma->vm_start; }
 
@@ -207,6 +209,24 @@ void rrxe_vma_set_dontexpand(struct vm_area_struct *vma)
 { vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP); }
 
 void rrxe_vfree(void *addr) { vfree(addr); }
+
+/* The calling process's memory cgroup, referenced; NULL for none or the root. */
+struct mem_cgroup *rrxe_memcg_get(void)
+{
+	struct mem_cgroup *m = current->mm ? get_mem_cgroup_from_mm(current->mm) : NULL;
+
+	if (m && mem_cgroup_is_root(m)) {
+		mem_cgroup_put(m);
+		m = NULL;
+	}
+	return m;
+}
+
+void rrxe_memcg_put(struct mem_cgroup *memcg) { mem_cgroup_put(memcg); }
+
+struct mem_cgroup *rrxe_memcg_enter(struct mem_cgroup *memcg) { return set_active_memcg(memcg); }
+
+void rrxe_memcg_leave(struct mem_cgroup *old) { set_active_memcg(old); }
 
 
 void rrxe_get_random_bytes(void *buf, size_t len) { get_random_bytes(buf, len); }

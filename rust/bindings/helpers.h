@@ -104,6 +104,12 @@ unsigned long rrxe_vma_start(struct vm_area_struct *vma);
 unsigned long rrxe_vma_end(struct vm_area_struct *vma);
 void rrxe_vma_set_dontexpand(struct vm_area_struct *vma);
 void rrxe_vfree(void *addr);
+struct mem_cgroup *rrxe_memcg_get(void);
+void rrxe_memcg_put(struct mem_cgroup *memcg);
+struct mem_cgroup *rrxe_memcg_enter(struct mem_cgroup *memcg);
+void rrxe_memcg_leave(struct mem_cgroup *old);
+/* In memcg.c. */
+int rrxe_memcg_room(size_t bytes);
 void rrxe_get_random_bytes(void *buf, size_t len);
 int rrxe_printk_ratelimit(void);
 const char *rrxe_link_type(void);

@@ -882,14 +882,16 @@ struct rrxe_route {
 #endif
 };
 
-struct rrxe_route *rrxe_route_alloc(void)
+/* With @account, charged (per-CPU part too) to the caller's memory cgroup. */
+struct rrxe_route *rrxe_route_alloc(bool account)
 {
-	struct rrxe_route *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	gfp_t gfp = account ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
+	struct rrxe_route *r = kzalloc(sizeof(*r), gfp);
 
 	if (!r)
 		return NULL;
 #if IS_ENABLED(CONFIG_DST_CACHE)
-	if (dst_cache_init(&r->cache, GFP_KERNEL)) {
+	if (dst_cache_init(&r->cache, gfp)) {
 		kfree(r);
 		return NULL;
 	}

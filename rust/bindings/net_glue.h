@@ -27,7 +27,7 @@ void rrxe_net_put(u64 ticket);
 struct workqueue_struct *rrxe_workqueue(void);
 void rrxe_flush_workqueue(void);
 struct rrxe_route;
-struct rrxe_route *rrxe_route_alloc(void);
+struct rrxe_route *rrxe_route_alloc(bool account);
 void rrxe_route_free(struct rrxe_route *route);
 void rrxe_route_reset(struct rrxe_route *route);
 struct sk_buff *rrxe_tx_skb(struct net_device *ndev, struct rrxe_route *route, bool ipv6,
@@ -42,7 +42,7 @@ void rrxe_kfree_skb(struct sk_buff *skb);
 
 /* Transmit gates (tx_gate.c). */
 struct rrxe_gate;
-struct rrxe_gate *rrxe_gate_create(void);
+struct rrxe_gate *rrxe_gate_create(bool account);
 const void *rrxe_gate_open(struct rrxe_gate *g, void (*wake)(const void *owner),
 			   const void *owner);
 const void *rrxe_gate_close(struct rrxe_gate *g);

@@ -20,6 +20,7 @@
 use super::{
     bindings,
     device::Driver,
+    memcg::Charge,
     mr::MrSlot,
     object::{Pd, Ucontext},
 };
@@ -109,8 +110,11 @@ impl<T: Driver> Dm<T> {
 pub(crate) struct DmSlot<T: Driver>(KBox<core::mem::MaybeUninit<Dm<T>>>);
 
 impl<T: Driver> DmSlot<T> {
+    /// Charged to the caller's memory cgroup: device memory is a user's.
     pub(crate) fn new() -> Result<Self> {
-        Ok(Self(KBox::new_uninit(GFP_KERNEL)?))
+        let charge = Charge::current();
+        charge.room(0)?;
+        Ok(Self(KBox::new_uninit(charge.gfp())?))
     }
 
     /// Stores `data` and returns the box, still owned by the caller until
@@ -221,7 +225,7 @@ pub(super) unsafe extern "C" fn reg_dm_mr_callback<T: Driver>(
                 },
             )
         };
-        let slot = MrSlot::<T>::new()?;
+        let slot = MrSlot::<T>::new(true)?;
         let (data, key) = T::Dm::reg_dm_mr(pd, dm, req)?;
         // Zero-based: the region's addresses run from 0.
         Ok(slot.fill(data, key, 0, req.length))

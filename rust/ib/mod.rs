@@ -27,6 +27,7 @@ pub mod device;
 pub mod dm;
 pub mod gate;
 pub mod link;
+pub mod memcg;
 pub mod mmap;
 pub mod mr;
 pub mod mw;

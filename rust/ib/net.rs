@@ -12,6 +12,7 @@
 
 use super::bindings;
 use super::device::{Device, Driver};
+use super::memcg::Charge;
 use super::netdev::NetDev;
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -213,10 +214,11 @@ unsafe impl Send for RouteCache {}
 unsafe impl Sync for RouteCache {}
 
 impl RouteCache {
-    /// An empty cache (it allocates per-CPU storage; may sleep).
-    pub fn new() -> Result<Self> {
+    /// An empty cache (it allocates per-CPU storage; may sleep), charged
+    /// as `charge` says.
+    pub fn new(charge: &Charge) -> Result<Self> {
         // SAFETY: No preconditions; null on failure.
-        let ptr = unsafe { bindings::rrxe_route_alloc() };
+        let ptr = unsafe { bindings::rrxe_route_alloc(charge.accounts()) };
         // INVARIANT: A fresh route from `rrxe_route_alloc`.
         NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
     }

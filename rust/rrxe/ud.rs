@@ -88,7 +88,13 @@ pub(crate) fn send_one(
         wc.status = status::LOC_LEN_ERR;
         return (wc, true);
     }
-    if buf.len() < len as usize && buf.resize(len as usize, 0u8, GFP_KERNEL).is_err() {
+    if buf.len() < len as usize
+        && s.charge
+            .run(len as usize, |gfp| {
+                Ok(buf.resize(len as usize, 0u8, gfp)?)
+            })
+            .is_err()
+    {
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     }

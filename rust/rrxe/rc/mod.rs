@@ -178,7 +178,8 @@ fn emit(
         );
     }
     if buf.len() < tx.len {
-        buf.resize(tx.len, 0u8, GFP_KERNEL)?;
+        s.charge
+            .run(tx.len, |gfp| Ok(buf.resize(tx.len, 0u8, gfp)?))?;
     }
     let b = tx::local(d, &mut buf[..tx.len], fill)?;
     // A packet for a QP that is gone is lost, as on the wire.
