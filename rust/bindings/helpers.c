@@ -33,9 +33,34 @@ MODULE_PARM_DESC(link_type, "rdma link type to register (default rrxe; rxe for d
 
 const char *rrxe_link_type(void) { return link_type; }
 
-/* Read when a device is created; range-checked there. */
+/*
+ * Read when a device is created. Refused when set (at load or through
+ * sysfs) unless whole pages up to RRXE_MAX_DM_SIZE; checked again at
+ * creation.
+ */
 static unsigned long dm_size = 1UL << 20;
-module_param(dm_size, ulong, 0644);
+
+static int rrxe_dm_size_set(const char *s, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int err = kstrtoul(s, 0, &v);
+
+	if (err)
+		return err;
+	if (v > RRXE_MAX_DM_SIZE || !PAGE_ALIGNED(v)) {
+		pr_err_ratelimited("rrxe: dm_size must be a multiple of %lu up to %lu\n",
+				   PAGE_SIZE, RRXE_MAX_DM_SIZE);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned long *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops rrxe_dm_size_ops = {
+	.set = rrxe_dm_size_set,
+	.get = param_get_ulong,
+};
+module_param_cb(dm_size, &rrxe_dm_size_ops, &dm_size, 0644);
 MODULE_PARM_DESC(dm_size, "device memory of each new device, in bytes, whole pages up to 1 GiB (default 1 MiB; 0: none)");
 
 unsigned long rrxe_dm_size(void) { return READ_ONCE(dm_size); }

@@ -72,6 +72,8 @@ enum rrxe_hw_counter {
 };
 
 struct rdma_hw_stats *rrxe_alloc_hw_port_stats(void);
+/* The largest dm_size (the parameter's bound; logic::dm::MAX_DM_SIZE). */
+#define RRXE_MAX_DM_SIZE (1UL << 30)
 unsigned long rrxe_dm_size(void);
 void rrxe_ib_set_dm_uapi(struct ib_device *ibdev);
 struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata);
