@@ -15,7 +15,8 @@
 struct rrxe_rxq;
 int rrxe_net_init(void (*handler)(struct ib_device *ibdev, const u8 *data, unsigned int len),
 		  bool (*accept)(struct ib_device *ibdev, const u8 *data, unsigned int len),
-		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev));
+		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev),
+		  void (*full)(struct ib_device *ibdev));
 struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev);
 void rrxe_rxq_destroy(struct rrxe_rxq *rq);
 bool rrxe_rx_inline_begin(void);
@@ -60,6 +61,8 @@ enum rrxe_test_site {
 	RRXE_TEST_SITE_NONE = 0,
 	/* An MW rkey's resolution, between its lookup and its use. */
 	RRXE_TEST_SITE_MW_RESOLVE = 1,
+	/* The receive path's entry in process context, for each packet. */
+	RRXE_TEST_SITE_RX = 2,
 	RRXE_TEST_SITES,
 };
 void rrxe_test_hold(unsigned int site);

@@ -12,6 +12,8 @@ pub enum Site {
     /// A memory window's rkey resolution, between finding the window and
     /// taking its binding.
     MwResolve = 1,
+    /// The receive path's entry in process context, for each packet.
+    Rx = 2,
 }
 
 /// Holds the caller here if the test build's `test_hold_site` names

@@ -9,11 +9,13 @@
 # destination with no route. After each, every port counter is read back:
 # the one for that reason moved by exactly the packets sent, the packet
 # and byte counters as documented, and every other counter not at all.
+# Then the debug lines: a site switched on in the debug parameter prints
+# its line for each drop, and nothing prints while it is off.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 11
+ktap_set_plan 14
 
 A=rrxtda B=rrxtdb
 cleanup_net
@@ -21,7 +23,7 @@ load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_veth_pair $A $B || ktap_exit_fail_msg "veth setup failed"
 ip netns exec $A rdma link add rrxeda type "$RRXE_LINK_TYPE" netdev rrxtva ||
 	ktap_exit_fail_msg "cannot add the device"
-wait_gid rrxeda ffff:10.78.0.1 || ktap_exit_fail_msg "no IPv4 GID"
+wait_gid rrxeda ffff:10.78.0.1 && wait_gid rrxeda fd78::1 || ktap_exit_fail_msg "no GIDs"
 hw=/sys/class/infiniband/rrxeda/ports/1/hw_counters
 params=/sys/module/rrxe/parameters
 inj=$(prog rrxe_wire_fuzz) && hold=$(prog rrxe_drops_test) ||
@@ -29,7 +31,7 @@ inj=$(prog rrxe_wire_fuzz) && hold=$(prog rrxe_drops_test) ||
 mac_a=$(ip netns exec $A cat /sys/class/net/rrxtva/address)
 mark=$(kmsg_mark)
 
-coproc QPS { ip netns exec $A "$hold" rrxeda 10.78.0.2 2>&1; }
+coproc QPS { ip netns exec $A "$hold" rrxeda 10.78.0.2 fd78::2 2>&1; }
 # shellcheck disable=SC2153 # coproc sets QPS_PID
 qps_pid=$QPS_PID qps_in=${QPS[1]}
 ud='' rc=''
@@ -41,11 +43,12 @@ qkey=0x11111111
 # snap NAME: every counter into the associative array NAME.
 snap() {
 	local -n _s=$1
-	local f
+	local f v
 	_s=()
-	for f in "$hw"/*; do
-		[ "${f##*/}" = lifespan ] || _s[${f##*/}]=$(cat "$f")
-	done
+	# One process for all of them: a fork each is slow under TCG.
+	while IFS=: read -r f v; do
+		[ "${f##*/}" = lifespan ] || _s[${f##*/}]=$v
+	done < <(grep -H '' "$hw"/*)
 }
 
 # send KIND QPN PSN QKEY COUNT LEN: packets from the peer namespace.
@@ -156,18 +159,59 @@ else
 fi
 
 # A UD SEND through an address handle whose destination has become
-# unreachable since: send_no_route, and send_err as for any failed send.
+# unreachable since: send_no_route, and send_err as for any failed send;
+# the WQE completes (rdma_sends), its datagram lost, as UD allows.
+# Over IPv6: an IPv4 lookup bound to the netdev, as rrxe's and rdma_rxe's
+# are, takes a destination without a route for one on the link.
 no_route() {
 	local st
-	ip -n $A route add unreachable 10.78.0.2/32 || return 1
+	ip -6 -n $A route add unreachable fd78::2/128 || return 1
 	snap before
 	echo send >&"$qps_in"
 	read -r -t 30 -u "${QPS[0]}" _ st
-	ip -n $A route del unreachable 10.78.0.2/32
+	ip -6 -n $A route del unreachable fd78::2/128
 	[ "$st" = 0 ] || { echo "the send completed with status ${st:-none}"; return 1; }
-	moved send_no_route=1 send_err=1
+	moved send_no_route=1 send_err=1 rdma_sends=1
 }
-check "a UD SEND with no route: send_no_route (and send_err)" no_route
+check "a UD SEND with no route: send_no_route (and send_err, rdma_sends)" no_route
+
+# debug_lines MARK SITE: the lines of debug site SITE of rrxeda since MARK.
+debug_lines() {
+	kmsg_since "$1" | grep "rrxe rrxeda: $2: " || true
+}
+# Site 4 is drop_qkey, site 0 drop_icrc.
+debug_off() {
+	local m
+	echo 0 >$params/debug || return 1
+	m=$(kmsg_mark)
+	send ud "$ud" 0 0x22222222 1 64 && send icrc "$ud" 0 $qkey 1 64 || return 1
+	sleep 1
+	! kmsg_since "$m" | grep 'rrxe rrxeda: ' || { echo "printed with debug 0"; return 1; }
+}
+debug_on() {
+	local m n
+	echo $((1 << 4)) >$params/debug || return 1
+	m=$(kmsg_mark)
+	send ud "$ud" 0 0x22222222 2 64 || return 1
+	for ((n = 0; n < 50; n++)); do
+		[ "$(debug_lines "$m" drop_qkey | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
+	debug_lines "$m" drop_qkey
+	[ "$(debug_lines "$m" drop_qkey | wc -l)" = 2 ] &&
+		debug_lines "$m" drop_qkey | grep -q "Q_Key 0x22222222, not 0x11111111: qp $ud from 10.78.0.2"
+}
+debug_other() {
+	local m
+	m=$(kmsg_mark)
+	send icrc "$ud" 0 $qkey 1 64 || return 1
+	sleep 1
+	[ -z "$(debug_lines "$m" drop_icrc)" ] || { debug_lines "$m" drop_icrc; return 1; }
+}
+check "debug 0: dropped packets print nothing" debug_off
+check "debug site drop_qkey on: a line for each packet dropped for its Q_Key, with the keys" debug_on
+check "with drop_qkey on, drop_icrc (off) prints nothing" debug_other
+echo 0 >$params/debug
 
 eval "exec $qps_in>&-"
 wait "$qps_pid"

@@ -2,14 +2,15 @@
 /*
  * The QPs the drop-counter test aims its packets at (rrxe_drops.sh):
  *
- *   rrxe_drops_test DEV PEER4
+ *   rrxe_drops_test DEV PEER4 PEER6
  *
  * On DEV's first IPv4 GID: a UD QP in RTS with Q_Key 0x11111111 and no
  * receive posted, an RC QP in RTR connected to QP 0xabcde at PEER4 whose
- * next expected PSN is 0x100, and an address handle for PEER4. Prints
+ * next expected PSN is 0x100; and an address handle for PEER6, from DEV's
+ * first global IPv6 GID. Prints
  * "ud QPN rc QPN" (hex) once they are ready, then reads commands from
  * standard input until it ends:
- *   send   posts one 64-byte UD SEND to QP 0x123 at PEER4 through the
+ *   send   posts one 64-byte UD SEND to QP 0x123 at PEER6 through the
  *          address handle and prints "sent STATUS" once it completes.
  */
 #include <arpa/inet.h>
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 	struct ibv_qp_attr a = { 0 };
 	struct ibv_ah_attr aa = { 0 };
-	union ibv_gid gid, peer;
+	union ibv_gid gid, peer, peer6;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
@@ -54,12 +55,14 @@ int main(int argc, char **argv)
 	struct ibv_ah *ah;
 	static char buf[64];
 	char line[64];
-	int gi;
+	int gi, gi6 = -1;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV PEER4\n", argv[0]);
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s DEV PEER4 PEER6\n", argv[0]);
 		return 2;
 	}
+	if (inet_pton(AF_INET6, argv[3], peer6.raw) != 1)
+		FAIL("bad address %s", argv[3]);
 	memset(&peer, 0, sizeof(peer));
 	peer.raw[10] = peer.raw[11] = 0xff;
 	if (inet_pton(AF_INET, argv[2], peer.raw + 12) != 1)
@@ -67,9 +70,15 @@ int main(int argc, char **argv)
 	ctx = rrxe_open(argv[1]);
 	if (!ctx)
 		FAIL("cannot open %s", argv[1]);
+	for (int i = 0; i < 16 && !ibv_query_gid(ctx, 1, i, &gid); i++) {
+		if (gid.raw[0] != 0 && !(gid.raw[0] == 0xfe && (gid.raw[1] & 0xc0) == 0x80)) {
+			gi6 = i;
+			break;
+		}
+	}
 	gi = rrxe_ipv4_gid(ctx, &gid);
-	if (gi < 0)
-		FAIL("no IPv4 GID on %s", argv[1]);
+	if (gi < 0 || gi6 < 0)
+		FAIL("no IPv4 or global IPv6 GID on %s", argv[1]);
 	pd = ibv_alloc_pd(ctx);
 	cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
 	mr = cq ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
@@ -101,12 +110,12 @@ int main(int argc, char **argv)
 
 	aa.is_global = 1;
 	aa.port_num = 1;
-	aa.grh.dgid = peer;
-	aa.grh.sgid_index = gi;
+	aa.grh.dgid = peer6;
+	aa.grh.sgid_index = gi6;
 	aa.grh.hop_limit = 64;
 	ah = ibv_create_ah(pd, &aa);
 	if (!ah)
-		FAIL("create AH to %s: %s", argv[2], strerror(errno));
+		FAIL("create AH to %s: %s", argv[3], strerror(errno));
 
 	printf("ud 0x%x rc 0x%x\n", ud->qp_num, rc->qp_num);
 	fflush(stdout);
