@@ -297,15 +297,20 @@ fn checked<'a>(dev: &Device<Rrxe>, p: &'a [u8], verify_icrc: bool) -> Result<RxP
     })
 }
 
-/// Counts a packet [`checked`] refused, and prints its debug line.
+/// Counts a packet [`checked`] refused, and prints its debug line (the
+/// source parsed again only then: a flood of bad packets pays the count
+/// alone).
 fn refused(dev: &Device<Rrxe>, p: &[u8], (c, site): Refusal) {
-    let src = pkt::parse(p).map(|ip| ip.sgid).unwrap_or([0; 16]);
-    debug::dropped(
-        dev.data(),
-        c,
-        site,
-        format_args!("{} bytes from {}", p.len(), Gid(&src)),
-    );
+    let d = dev.data();
+    d.count(c, 1);
+    if site.on() {
+        let src = pkt::parse(p).map(|ip| ip.sgid).unwrap_or([0; 16]);
+        debug::print(
+            d,
+            site,
+            format_args!("{} bytes from {}", p.len(), Gid(&src)),
+        );
+    }
 }
 
 /// The softirq's look at a packet before it is queued: IP/UDP checks, the
