@@ -259,7 +259,7 @@ fn abandon(rx: &mut UcRx) {
 
 /// The UC responder: takes one packet for `qp`.
 pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
-    let drop = |c, site, why: &str| {
+    let refuse = |c, site, why: &str| {
         debug::dropped(
             d,
             c,
@@ -274,24 +274,24 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
         )
     };
     if qp.ty != QpType::Uc {
-        drop(Counter::RcvdUnknownQp, Site::DropQp, "not a UC QP");
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not a UC QP");
         return;
     }
     let Some((kind, pos, _)) = seq::classify(p.opcode) else {
-        drop(Counter::RcvdHdrErr, Site::DropHdr, "not a UC request");
+        refuse(Counter::RcvdHdrErr, Site::DropHdr, "not a UC request");
         return;
     };
     let mut rx = qp.uc_rx.lock();
     // A destroyed QP that a local sender still holds takes nothing.
     if qp.is_dead() {
-        drop(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
         return;
     }
     // Connected: only the peer the QP was connected to may send to it.
     // Read under `uc_rx`, which a move to RESET holds while it changes the
     // state and clears this state.
     let Some(a) = qp.responder_attrs(&p.sgid, &p.dgid) else {
-        drop(
+        refuse(
             Counter::RcvdUnknownQp,
             Site::DropQp,
             "QP not receiving, or not from its peer",
@@ -308,7 +308,7 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     match rx.seq.judge(p.psn, kind, pos) {
         Verdict::Drop => {
             abandon(&mut rx);
-            drop(Counter::RcvdPsnErr, Site::DropPsn, "out of sequence");
+            refuse(Counter::RcvdPsnErr, Site::DropPsn, "out of sequence");
             return;
         }
         Verdict::Start => {
@@ -318,7 +318,7 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
         Verdict::Continue => {}
     }
     if bad_len {
-        drop(
+        refuse(
             Counter::RcvdHdrErr,
             Site::DropHdr,
             "payload not the path MTU",

@@ -289,7 +289,7 @@ fn grh(dg: &Datagram<'_>) -> [u8; GRH] {
 /// Q_Key, or has no receive WQE posted, and for QP1 when it is longer
 /// than a MAD.
 fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
-    let drop = |c, site, why: &str| {
+    let refuse = |c, site, why: &str| {
         debug::dropped(
             d,
             c,
@@ -303,11 +303,11 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         )
     };
     let Some(qp) = d.qp(dg.dqpn) else {
-        drop(Counter::RcvdUnknownQp, Site::DropQp, "no such QP");
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "no such QP");
         return;
     };
     if !matches!(qp.ty, QpType::Ud | QpType::Gsi) {
-        drop(Counter::RcvdUnknownQp, Site::DropQp, "not a UD QP");
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not a UD QP");
         return;
     }
     // The MAD layer gives QP1 receive buffers of one MAD and never reposts
@@ -315,7 +315,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     // datagram longer than a MAD would cost QP1 a buffer for good, and a
     // few hundred of them, from anyone, all MAD traffic (rdma_cm).
     if qp.ty == QpType::Gsi && dg.payload.len() > MGMT_MAD_SIZE as usize {
-        drop(Counter::RcvdHdrErr, Site::DropHdr, "longer than a MAD");
+        refuse(Counter::RcvdHdrErr, Site::DropHdr, "longer than a MAD");
         return;
     }
     let mut slot = {
@@ -324,7 +324,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
             g.attrs.state,
             QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
         ) {
-            drop(Counter::RcvdUnknownQp, Site::DropQp, "QP not receiving");
+            refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP not receiving");
             return;
         }
         if g.attrs.qkey != dg.qkey {
@@ -348,7 +348,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     };
     let Some(max_sge) = qp.pop_recv(&mut slot) else {
         give_back(&qp, slot);
-        drop(Counter::OutOfBuffer, Site::DropNoBuffer, "no receive WQE");
+        refuse(Counter::OutOfBuffer, Site::DropNoBuffer, "no receive WQE");
         return;
     };
     let mut wc = Wc {

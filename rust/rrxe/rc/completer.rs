@@ -43,15 +43,15 @@ struct Effect {
 /// Takes an ACK, NAK, read response or atomic ACK for QP `s`.
 pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     let d = dev.data();
-    let drop = |c, site, why: &str| super::dropped(d, s, p, c, site, why);
+    let refuse = |c, site, why: &str| super::dropped(d, s, p, c, site, why);
     if s.ty != QpType::Rc {
-        drop(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
         return;
     }
     let kick = {
         let mut rc = s.rc.req.lock();
         if s.is_dead() {
-            drop(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
+            refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
             return;
         }
         // The ring's lock only for the attributes and the consumer index
@@ -63,11 +63,11 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             (g.attrs, g.sq.consumer())
         };
         if !matches!(a.state, QpState::Rts | QpState::Sqd | QpState::Sqe) {
-            drop(Counter::RcvdUnknownQp, Site::DropQp, "QP not sending");
+            refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP not sending");
             return;
         }
         if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
-            drop(
+            refuse(
                 Counter::RcvdUnknownQp,
                 Site::DropQp,
                 "not from the QP's peer",
@@ -79,11 +79,11 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             .map(|x| Syndrome::parse(x.syndrome))
             .unwrap_or(Some(Syndrome::Ack));
         let Some(syn) = syn else {
-            drop(Counter::RcvdHdrErr, Site::DropHdr, "reserved AETH syndrome");
+            refuse(Counter::RcvdHdrErr, Site::DropHdr, "reserved AETH syndrome");
             return;
         };
         if !rc.win.outstanding_psn(cons, p.psn) {
-            drop(
+            refuse(
                 Counter::RcvdPsnErr,
                 Site::DropPsn,
                 "response to no outstanding request",

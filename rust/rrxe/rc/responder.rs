@@ -49,26 +49,26 @@ pub(super) enum Reply {
 /// Takes a request packet for QP `s`.
 pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
     let d = dev.data();
-    let drop = |c, site, why: &str| super::dropped(d, s, p, c, site, why);
+    let refuse = |c, site, why: &str| super::dropped(d, s, p, c, site, why);
     if s.ty != QpType::Rc {
-        drop(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
         return;
     }
     let Some((req, pos)) = rc::classify_req(p.opcode) else {
-        drop(Counter::RcvdHdrErr, Site::DropHdr, "not an RC request");
+        refuse(Counter::RcvdHdrErr, Site::DropHdr, "not an RC request");
         return;
     };
     let pending = {
         let mut rc = s.rc.resp.lock();
         if s.is_dead() {
-            drop(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
+            refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
             return;
         }
         // Read under `resp`, which a move to RESET holds while it changes the
         // state and clears the transport's: never stale state for a QP
         // being reset.
         let Some(a) = s.responder_attrs(&p.sgid, &p.dgid) else {
-            drop(
+            refuse(
                 Counter::RcvdUnknownQp,
                 Site::DropQp,
                 "QP not receiving, or not from its peer",
