@@ -15,7 +15,8 @@
 struct rrxe_rxq;
 int rrxe_net_init(void (*handler)(struct ib_device *ibdev, const u8 *data, unsigned int len),
 		  bool (*accept)(struct ib_device *ibdev, const u8 *data, unsigned int len),
-		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev));
+		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev),
+		  void (*full)(struct ib_device *ibdev));
 struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev);
 void rrxe_rxq_destroy(struct rrxe_rxq *rq);
 bool rrxe_rx_inline_begin(void);
@@ -62,6 +63,8 @@ enum rrxe_test_site {
 	RRXE_TEST_SITE_MW_RESOLVE = 1,
 	/* A copy by key, between finding the MR and copying its memory. */
 	RRXE_TEST_SITE_MR_COPY = 2,
+	/* The receive path's entry in process context, for each packet. */
+	RRXE_TEST_SITE_RX = 3,
 	RRXE_TEST_SITES,
 };
 void rrxe_test_hold(unsigned int site);

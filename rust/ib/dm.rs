@@ -233,9 +233,12 @@ pub(super) unsafe extern "C" fn reg_dm_mr_callback<T: Driver>(
     r.unwrap_or_else(Error::to_ptr)
 }
 
+const _: () = assert!(bindings::RRXE_MAX_DM_SIZE as u64 == crate::logic::dm::MAX_DM_SIZE);
+
 /// The `dm_size` module parameter (declared in the C helper file): the
-/// device memory a new device gets, in bytes. Writable at runtime, so
-/// callers validate what they read.
+/// device memory a new device gets, in bytes. Writable at runtime, and
+/// refused when set unless whole pages up to `logic::dm::MAX_DM_SIZE`;
+/// callers validate what they read all the same.
 pub fn dm_size_param() -> u64 {
     // SAFETY: Reads an `unsigned long` parameter with `READ_ONCE`.
     unsafe { bindings::rrxe_dm_size() as u64 }

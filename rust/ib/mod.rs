@@ -23,6 +23,7 @@ pub mod attr;
 pub mod clock;
 pub mod cq;
 pub mod crc;
+pub mod debug;
 pub mod device;
 pub mod dm;
 pub mod gate;

@@ -27,6 +27,7 @@ pub fn init<T: Driver>() -> Result {
             Some(rx_trampoline::<T>),
             Some(accept_trampoline::<T>),
             Some(rxq_of::<T>),
+            Some(full_trampoline::<T>),
         )
     })
 }
@@ -150,6 +151,19 @@ unsafe extern "C" fn accept_trampoline<T: Driver>(
     // promise).
     let pkt = unsafe { core::slice::from_raw_parts(data, len as usize) };
     T::rx_accept(dev, pkt)
+}
+
+/// A packet for a device of `T` that found its receive queue full and was
+/// dropped, in softirq.
+///
+/// # Safety
+///
+/// `ib` must be null or a device the caller holds a registration reference
+/// on.
+unsafe extern "C" fn full_trampoline<T: Driver>(ib: *mut bindings::ib_device) {
+    if let Some(dev) = Device::<T>::from_raw_if_ours(ib) {
+        T::rx_queue_full(dev);
+    }
 }
 
 /// The receive queue of a device of `T` (each device has its own; see

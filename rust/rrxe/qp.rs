@@ -28,6 +28,7 @@ use crate::logic::{
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
     wqe,
 };
+use crate::rrxe::debug::Site;
 use crate::rrxe::pd::{pd_id, PdId};
 pub(crate) use crate::rrxe::qp_flush::{flush, flush_rest};
 use crate::rrxe::qp_modify;
@@ -40,6 +41,7 @@ use crate::rrxe::{
     sq::SendBufs,
     srq::SrqShared,
 };
+use crate::rrxe_dbg;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_mutex, new_spinlock_irq, new_work,
@@ -612,6 +614,12 @@ impl QpOps<Rrxe> for RrxeQp {
     ) -> Result {
         let s = &q.data().shared;
         if mask & qp::mask::STATE != 0 && new.state == QpState::Reset {
+            rrxe_dbg!(
+                q.device().data(),
+                Site::QpState,
+                "qp {:#x}: -> Reset (modify_qp)",
+                s.qpn
+            );
             return qp_modify::reset(s, new, cur, mask);
         }
         let mut g = s.inner.lock();
@@ -624,6 +632,15 @@ impl QpOps<Rrxe> for RrxeQp {
             }
         }
         let to_err = g.attrs.state == QpState::Err && was != QpState::Err;
+        if g.attrs.state != was {
+            let now = g.attrs.state;
+            rrxe_dbg!(
+                q.device().data(),
+                Site::QpState,
+                "qp {:#x}: {was:?} -> {now:?} (modify_qp)",
+                s.qpn
+            );
+        }
         if to_err {
             flush(s, &mut g);
         }
