@@ -23,6 +23,8 @@
 #include <linux/vmalloc.h>
 #include <linux/random.h>
 #include <linux/mm.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
 #include <linux/uaccess.h>
 
 #include "helpers.h"
@@ -33,12 +35,48 @@ MODULE_PARM_DESC(link_type, "rdma link type to register (default rrxe; rxe for d
 
 const char *rrxe_link_type(void) { return link_type; }
 
-/* Read when a device is created; range-checked there. */
+/*
+ * Read when a device is created. Refused when set (at load or through
+ * sysfs) unless whole pages up to RRXE_MAX_DM_SIZE; checked again at
+ * creation.
+ */
 static unsigned long dm_size = 1UL << 20;
-module_param(dm_size, ulong, 0644);
+
+static int rrxe_dm_size_set(const char *s, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int err = kstrtoul(s, 0, &v);
+
+	if (err)
+		return err;
+	if (v > RRXE_MAX_DM_SIZE || !PAGE_ALIGNED(v)) {
+		pr_err_ratelimited("rrxe: dm_size must be a multiple of %lu up to %lu\n",
+				   PAGE_SIZE, RRXE_MAX_DM_SIZE);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned long *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops rrxe_dm_size_ops = {
+	.set = rrxe_dm_size_set,
+	.get = param_get_ulong,
+};
+module_param_cb(dm_size, &rrxe_dm_size_ops, &dm_size, 0644);
 MODULE_PARM_DESC(dm_size, "device memory of each new device, in bytes, whole pages up to 1 GiB (default 1 MiB; 0: none)");
 
 unsigned long rrxe_dm_size(void) { return READ_ONCE(dm_size); }
+
+/* Debug lines, one bit a site (rust/rrxe/debug.rs names the bits). */
+static unsigned long rrxe_debug;
+module_param_named(debug, rrxe_debug, ulong, 0644);
+MODULE_PARM_DESC(debug, "debug lines to print, one bit a site (see the admin guide; default 0: none)");
+
+unsigned long rrxe_debug_mask(void) { return READ_ONCE(rrxe_debug); }
+
+/* No ibdev printer at KERN_DEBUG is exported: this one is ibdev_info's. */
+void rrxe_ibdev_dbg(const struct ib_device *ibdev, const void *args)
+{ printk(KERN_DEBUG "rrxe %s: %pA", dev_name(&ibdev->dev), args); }
 
 /*
  * Driver-specific uverbs attributes. DM_ALLOC returns the page offset at
@@ -109,8 +147,9 @@ static const struct uapi_definition rrxe_uapi_defs[] = {
 void rrxe_ib_set_dm_uapi(struct ib_device *ibdev) { ibdev->driver_def = rrxe_uapi_defs; }
 
 /*
- * The port's hardware counters, under rdma_rxe's names and in its order
- * (rrxe_hw_counter in helpers.h indexes them).
+ * The port's hardware counters: rdma_rxe's 17, under its names and in its
+ * order, then the drops by reason (rrxe_hw_counter in helpers.h indexes
+ * them). out_of_buffer is mlx5's name for the same drop.
  */
 static const struct rdma_stat_desc rrxe_counter_descs[] = {
 	[RRXE_CNT_SENT_PKTS].name = "sent_pkts",
@@ -130,6 +169,15 @@ static const struct rdma_stat_desc rrxe_counter_descs[] = {
 	[RRXE_CNT_RDMA_RECV].name = "rdma_recvs",
 	[RRXE_CNT_SENT_BYTES].name = "sent_bytes",
 	[RRXE_CNT_RCVD_BYTES].name = "rcvd_bytes",
+	[RRXE_CNT_RCVD_ICRC_ERR].name = "rcvd_icrc_err",
+	[RRXE_CNT_RCVD_HDR_ERR].name = "rcvd_hdr_err",
+	[RRXE_CNT_RCVD_UNKNOWN_QP].name = "rcvd_unknown_qp",
+	[RRXE_CNT_RCVD_PKEY_ERR].name = "rcvd_pkey_err",
+	[RRXE_CNT_RCVD_QKEY_ERR].name = "rcvd_qkey_err",
+	[RRXE_CNT_RCVD_PSN_ERR].name = "rcvd_psn_err",
+	[RRXE_CNT_RCVD_QUEUE_FULL].name = "rcvd_queue_full",
+	[RRXE_CNT_OUT_OF_BUFFER].name = "out_of_buffer",
+	[RRXE_CNT_SEND_NO_ROUTE].name = "send_no_route",
 };
 static_assert(ARRAY_SIZE(rrxe_counter_descs) == RRXE_NUM_COUNTERS);
 
@@ -197,7 +245,7 @@ void rrxe_ib_set_parent(struct ib_device *ibdev, struct net_device *ndev) { ibde
 const char *rrxe_ib_device_name(struct ib_device *ibdev) { return dev_name(&ibdev->dev); }
 
 void *rrxe_vzalloc_account(unsigned long size)
-{ return __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL); }
+{ return __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL | __GFP_NOWARN); }
 
 unsigned long rrxe_vma_start(struct vm_area_struct *vma) { return vma->vm_start; }
 
@@ -207,6 +255,24 @@ void rrxe_vma_set_dontexpand(struct vm_area_struct *vma)
 { vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP); }
 
 void rrxe_vfree(void *addr) { vfree(addr); }
+
+/* The calling process's memory cgroup, referenced; NULL for none or the root. */
+struct mem_cgroup *rrxe_memcg_get(void)
+{
+	struct mem_cgroup *m = current->mm ? get_mem_cgroup_from_mm(current->mm) : NULL;
+
+	if (m && mem_cgroup_is_root(m)) {
+		mem_cgroup_put(m);
+		m = NULL;
+	}
+	return m;
+}
+
+void rrxe_memcg_put(struct mem_cgroup *memcg) { mem_cgroup_put(memcg); }
+
+struct mem_cgroup *rrxe_memcg_enter(struct mem_cgroup *memcg) { return set_active_memcg(memcg); }
+
+void rrxe_memcg_leave(struct mem_cgroup *old) { set_active_memcg(old); }
 
 
 void rrxe_get_random_bytes(void *buf, size_t len) { get_random_bytes(buf, len); }

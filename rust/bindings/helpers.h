@@ -49,7 +49,10 @@ struct rrxe_dm_head {
 	u64 mmap_offset;
 };
 
-/* Port counters, in rdma_rxe's order (names in helpers.c). */
+/*
+ * Port counters: rdma_rxe's, in its order, then the packets dropped, by
+ * reason (names in helpers.c).
+ */
 enum rrxe_hw_counter {
 	RRXE_CNT_SENT_PKTS,
 	RRXE_CNT_RCVD_PKTS,
@@ -68,11 +71,24 @@ enum rrxe_hw_counter {
 	RRXE_CNT_RDMA_RECV,
 	RRXE_CNT_SENT_BYTES,
 	RRXE_CNT_RCVD_BYTES,
+	RRXE_CNT_RCVD_ICRC_ERR,
+	RRXE_CNT_RCVD_HDR_ERR,
+	RRXE_CNT_RCVD_UNKNOWN_QP,
+	RRXE_CNT_RCVD_PKEY_ERR,
+	RRXE_CNT_RCVD_QKEY_ERR,
+	RRXE_CNT_RCVD_PSN_ERR,
+	RRXE_CNT_RCVD_QUEUE_FULL,
+	RRXE_CNT_OUT_OF_BUFFER,
+	RRXE_CNT_SEND_NO_ROUTE,
 	RRXE_NUM_COUNTERS,
 };
 
 struct rdma_hw_stats *rrxe_alloc_hw_port_stats(void);
+/* The largest dm_size (the parameter's bound; logic::dm::MAX_DM_SIZE). */
+#define RRXE_MAX_DM_SIZE (1UL << 30)
 unsigned long rrxe_dm_size(void);
+unsigned long rrxe_debug_mask(void);
+void rrxe_ibdev_dbg(const struct ib_device *ibdev, const void *args);
 void rrxe_ib_set_dm_uapi(struct ib_device *ibdev);
 struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata);
 int rrxe_uverbs_copy_to_u64(struct uverbs_attr_bundle *attrs, u16 id, u64 val);
@@ -104,6 +120,12 @@ unsigned long rrxe_vma_start(struct vm_area_struct *vma);
 unsigned long rrxe_vma_end(struct vm_area_struct *vma);
 void rrxe_vma_set_dontexpand(struct vm_area_struct *vma);
 void rrxe_vfree(void *addr);
+struct mem_cgroup *rrxe_memcg_get(void);
+void rrxe_memcg_put(struct mem_cgroup *memcg);
+struct mem_cgroup *rrxe_memcg_enter(struct mem_cgroup *memcg);
+void rrxe_memcg_leave(struct mem_cgroup *old);
+/* In memcg.c. */
+int rrxe_memcg_room(size_t bytes);
 void rrxe_get_random_bytes(void *buf, size_t len);
 int rrxe_printk_ratelimit(void);
 const char *rrxe_link_type(void);

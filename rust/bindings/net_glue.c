@@ -28,7 +28,8 @@
  * windows of 16 RC QPs (128 packets each) at a 4 KiB MTU in virtio-net's
  * 9 KiB receive buffers. Later packets are dropped and counted as a full
  * socket buffer drops and counts them: in the socket's drops and the
- * namespace's UDP RcvbufErrors and InErrors (see rrxe_rx_full). Its work
+ * namespace's UDP RcvbufErrors and InErrors (see rrxe_rx_full), and in
+ * the device's rcvd_queue_full. Its work
  * takes at most RRXE_RX_BATCH packets per run, then queues itself again,
  * so that a flood cannot keep one run going.
  *
@@ -235,6 +236,7 @@ static DEFINE_PER_CPU(struct rrxe_inline, rrxe_inline);
 static void (*rrxe_rx_handler)(struct ib_device *ibdev, const u8 *data, unsigned int len);
 static bool (*rrxe_rx_accept)(struct ib_device *ibdev, const u8 *data, unsigned int len);
 static struct rrxe_rxq *(*rrxe_rxq_of)(struct ib_device *ibdev);
+static void (*rrxe_rx_full_cb)(struct ib_device *ibdev);
 /*
  * Runs the QPs' send tasks; drained at module exit.
  * WQ_MEM_RECLAIM: storage ULPs (nvme-rdma, nvmet-rdma, NFS over RDMA) are
@@ -348,6 +350,7 @@ static int rrxe_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	}
 	if (atomic_add_return(size, &rxq->bytes) > READ_ONCE(rrxe_rxq_kib.val) << 10) {
 		atomic_sub(size, &rxq->bytes);
+		rrxe_rx_full_cb(ibdev);
 		ib_device_put(ibdev);
 		rrxe_rx_full(sk, skb);
 		return 0;
@@ -825,13 +828,15 @@ static void rrxe_spread_stop(void)
 
 int rrxe_net_init(void (*handler)(struct ib_device *ibdev, const u8 *data, unsigned int len),
 		  bool (*accept)(struct ib_device *ibdev, const u8 *data, unsigned int len),
-		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev))
+		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev),
+		  void (*full)(struct ib_device *ibdev))
 {
 	int err;
 
 	rrxe_rx_handler = handler;
 	rrxe_rx_accept = accept;
 	rrxe_rxq_of = rxq_of;
+	rrxe_rx_full_cb = full;
 	rrxe_accept_scratch = alloc_percpu(struct rrxe_rx_scratch);
 	if (!rrxe_accept_scratch)
 		return -ENOMEM;
@@ -882,14 +887,16 @@ struct rrxe_route {
 #endif
 };
 
-struct rrxe_route *rrxe_route_alloc(void)
+/* With @account, charged (per-CPU part too) to the caller's memory cgroup. */
+struct rrxe_route *rrxe_route_alloc(bool account)
 {
-	struct rrxe_route *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	gfp_t gfp = account ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
+	struct rrxe_route *r = kzalloc(sizeof(*r), gfp);
 
 	if (!r)
 		return NULL;
 #if IS_ENABLED(CONFIG_DST_CACHE)
-	if (dst_cache_init(&r->cache, GFP_KERNEL)) {
+	if (dst_cache_init(&r->cache, gfp)) {
 		kfree(r);
 		return NULL;
 	}

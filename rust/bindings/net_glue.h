@@ -15,7 +15,8 @@
 struct rrxe_rxq;
 int rrxe_net_init(void (*handler)(struct ib_device *ibdev, const u8 *data, unsigned int len),
 		  bool (*accept)(struct ib_device *ibdev, const u8 *data, unsigned int len),
-		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev));
+		  struct rrxe_rxq *(*rxq_of)(struct ib_device *ibdev),
+		  void (*full)(struct ib_device *ibdev));
 struct rrxe_rxq *rrxe_rxq_create(struct ib_device *ibdev);
 void rrxe_rxq_destroy(struct rrxe_rxq *rq);
 bool rrxe_rx_inline_begin(void);
@@ -27,7 +28,7 @@ void rrxe_net_put(u64 ticket);
 struct workqueue_struct *rrxe_workqueue(void);
 void rrxe_flush_workqueue(void);
 struct rrxe_route;
-struct rrxe_route *rrxe_route_alloc(void);
+struct rrxe_route *rrxe_route_alloc(bool account);
 void rrxe_route_free(struct rrxe_route *route);
 void rrxe_route_reset(struct rrxe_route *route);
 struct sk_buff *rrxe_tx_skb(struct net_device *ndev, struct rrxe_route *route, bool ipv6,
@@ -42,7 +43,7 @@ void rrxe_kfree_skb(struct sk_buff *skb);
 
 /* Transmit gates (tx_gate.c). */
 struct rrxe_gate;
-struct rrxe_gate *rrxe_gate_create(void);
+struct rrxe_gate *rrxe_gate_create(bool account);
 const void *rrxe_gate_open(struct rrxe_gate *g, void (*wake)(const void *owner),
 			   const void *owner);
 const void *rrxe_gate_close(struct rrxe_gate *g);
@@ -62,6 +63,8 @@ enum rrxe_test_site {
 	RRXE_TEST_SITE_MW_RESOLVE = 1,
 	/* A copy by key, between finding the MR and copying its memory. */
 	RRXE_TEST_SITE_MR_COPY = 2,
+	/* The receive path's entry in process context, for each packet. */
+	RRXE_TEST_SITE_RX = 3,
 	RRXE_TEST_SITES,
 };
 void rrxe_test_hold(unsigned int site);

@@ -63,10 +63,15 @@ static void rrxe_gate_put(struct rrxe_gate *g)
 		wake_up_var(&rrxe_gates_live);
 }
 
-/* A gate with no owner, or NULL. Process context. */
-struct rrxe_gate *rrxe_gate_create(void)
+/*
+ * A gate with no owner, or NULL. Process context. With @account, the gate
+ * is charged to the caller's memory cgroup; the socket is, either way
+ * (its struct sock and inode come from SLAB_ACCOUNT caches), unless the
+ * caller is a kernel thread.
+ */
+struct rrxe_gate *rrxe_gate_create(bool account)
 {
-	struct rrxe_gate *g = kzalloc(sizeof(*g), GFP_KERNEL);
+	struct rrxe_gate *g = kzalloc(sizeof(*g), account ? GFP_KERNEL_ACCOUNT : GFP_KERNEL);
 
 	if (!g)
 		return NULL;

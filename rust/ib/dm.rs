@@ -20,6 +20,7 @@
 use super::{
     bindings,
     device::Driver,
+    memcg::Charge,
     mr::MrSlot,
     object::{Pd, Ucontext},
 };
@@ -109,8 +110,11 @@ impl<T: Driver> Dm<T> {
 pub(crate) struct DmSlot<T: Driver>(KBox<core::mem::MaybeUninit<Dm<T>>>);
 
 impl<T: Driver> DmSlot<T> {
+    /// Charged to the caller's memory cgroup: device memory is a user's.
     pub(crate) fn new() -> Result<Self> {
-        Ok(Self(KBox::new_uninit(GFP_KERNEL)?))
+        let charge = Charge::current();
+        charge.room(0)?;
+        Ok(Self(KBox::new_uninit(charge.gfp())?))
     }
 
     /// Stores `data` and returns the box, still owned by the caller until
@@ -221,7 +225,7 @@ pub(super) unsafe extern "C" fn reg_dm_mr_callback<T: Driver>(
                 },
             )
         };
-        let slot = MrSlot::<T>::new()?;
+        let slot = MrSlot::<T>::new(true)?;
         let (data, key) = T::Dm::reg_dm_mr(pd, dm, req)?;
         // Zero-based: the region's addresses run from 0.
         Ok(slot.fill(data, key, 0, req.length))
@@ -229,9 +233,12 @@ pub(super) unsafe extern "C" fn reg_dm_mr_callback<T: Driver>(
     r.unwrap_or_else(Error::to_ptr)
 }
 
+const _: () = assert!(bindings::RRXE_MAX_DM_SIZE as u64 == crate::logic::dm::MAX_DM_SIZE);
+
 /// The `dm_size` module parameter (declared in the C helper file): the
-/// device memory a new device gets, in bytes. Writable at runtime, so
-/// callers validate what they read.
+/// device memory a new device gets, in bytes. Writable at runtime, and
+/// refused when set unless whole pages up to `logic::dm::MAX_DM_SIZE`;
+/// callers validate what they read all the same.
 pub fn dm_size_param() -> u64 {
     // SAFETY: Reads an `unsigned long` parameter with `READ_ONCE`.
     unsafe { bindings::rrxe_dm_size() as u64 }

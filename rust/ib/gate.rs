@@ -5,7 +5,7 @@
 //! bound and is woken when the stack has freed most of them, as rxe bounds
 //! a QP's `skb_out`. The C side is `rust/bindings/tx_gate.c`.
 
-use super::bindings;
+use super::{bindings, memcg::Charge};
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     prelude::*,
@@ -51,10 +51,11 @@ unsafe extern "C" fn wake_trampoline<T: GateOwner>(owner: *const core::ffi::c_vo
 }
 
 impl<T: GateOwner> TxGate<T> {
-    /// A gate without an owner (it creates a kernel socket; may sleep).
-    pub fn new() -> Result<Self> {
+    /// A gate without an owner (it creates a kernel socket; may sleep),
+    /// charged as `charge` says.
+    pub fn new(charge: &Charge) -> Result<Self> {
         // SAFETY: No preconditions; null on failure.
-        let ptr = unsafe { bindings::rrxe_gate_create() };
+        let ptr = unsafe { bindings::rrxe_gate_create(charge.accounts()) };
         // INVARIANT: A fresh gate, without an owner.
         NonNull::new(ptr)
             .map(|ptr| Self {

@@ -12,7 +12,7 @@
 //! every mapping is gone: dropping the entry removes it from the context's
 //! table, and the core calls `mmap_free` once the last mapping closes.
 
-use super::{bindings, device::Driver, object::Ucontext};
+use super::{bindings, device::Driver, memcg::Charge, object::Ucontext};
 use core::ptr::NonNull;
 use kernel::{error::from_result, prelude::*};
 
@@ -58,6 +58,13 @@ impl UserMmapEntry {
         if buf.is_null() {
             return Err(ENOMEM);
         }
+        // The entry is charged too, once the cgroup has room for it.
+        let charge = Charge::current();
+        if let Err(e) = charge.room(0) {
+            // SAFETY: `buf` came from vmalloc and is unused.
+            unsafe { bindings::rrxe_vfree(buf) };
+            return Err(e);
+        }
         let e = match KBox::new(
             Entry {
                 // SAFETY: All-zero is the expected initial state.
@@ -65,7 +72,7 @@ impl UserMmapEntry {
                 buf,
                 len,
             },
-            GFP_KERNEL,
+            charge.gfp(),
         ) {
             Ok(e) => KBox::into_raw(e),
             Err(_) => {

@@ -6,7 +6,7 @@
 //! returns a pointer to an `ib_mr` it allocated, and frees it in `dereg_mr`.
 //! Here an MR is a `KBox<Mr<T>>` whose first field is the `ib_mr`.
 
-use super::{bindings, device::Driver, object::Pd, udata::Udata};
+use super::{bindings, device::Driver, memcg::Charge, object::Pd, udata::Udata};
 use kernel::{error::from_result, prelude::*, types::Opaque};
 
 /// The operations on a memory region, implemented by the driver's MR data
@@ -134,8 +134,11 @@ impl<T: Driver> Mr<T> {
 pub(crate) struct MrSlot<T: Driver>(KBox<core::mem::MaybeUninit<Mr<T>>>);
 
 impl<T: Driver> MrSlot<T> {
-    pub(crate) fn new() -> Result<Self> {
-        Ok(Self(KBox::new_uninit(GFP_KERNEL)?))
+    /// For a user's MR (`user`) charged to the caller's memory cgroup.
+    pub(crate) fn new(user: bool) -> Result<Self> {
+        let charge = Charge::for_user(user);
+        charge.room(0)?;
+        Ok(Self(KBox::new_uninit(charge.gfp())?))
     }
 
     /// Stores `data` with `key` as lkey and rkey and the address range
@@ -313,7 +316,7 @@ pub(super) unsafe extern "C" fn reg_user_mr_callback<T: Driver>(
             iova,
             access: access as u32,
         };
-        let slot = MrSlot::<T>::new()?;
+        let slot = MrSlot::<T>::new(true)?;
         let (data, key) = T::Mr::reg_user_mr(pd, req, udata)?;
         Ok(slot.fill(data, key, 0, 0))
     })())
@@ -355,7 +358,7 @@ pub(super) unsafe extern "C" fn rereg_user_mr_callback<T: Driver>(
         } else {
             mr.iova_length()
         };
-        let slot = MrSlot::<T>::new()?;
+        let slot = MrSlot::<T>::new(true)?;
         let (data, key) = T::Mr::rereg_user_mr(mr, flags, req, pd, udata)?;
         Ok(slot.fill(data, key, iova, length))
     })())
@@ -373,7 +376,7 @@ pub(super) unsafe extern "C" fn get_dma_mr_callback<T: Driver>(
     mr_result((|| {
         // SAFETY: The core passes a live PD of this device.
         let pd = unsafe { Pd::<T>::from_raw(pd) };
-        let slot = MrSlot::<T>::new()?;
+        let slot = MrSlot::<T>::new(false)?;
         let (data, key) = T::Mr::get_dma_mr(pd, access as u32)?;
         Ok(slot.fill(data, key, 0, u64::MAX))
     })())
@@ -397,7 +400,7 @@ pub(super) unsafe extern "C" fn alloc_mr_callback<T: Driver>(
         };
         // SAFETY: The core passes a live PD of this device.
         let pd = unsafe { Pd::<T>::from_raw(pd) };
-        let slot = MrSlot::<T>::new()?;
+        let slot = MrSlot::<T>::new(false)?;
         let (data, key) = T::Mr::alloc_mr(pd, ty, max_num_sg)?;
         Ok(slot.fill(data, key, 0, 0))
     })())

@@ -12,6 +12,7 @@
 
 use super::bindings;
 use super::device::{Device, Driver};
+use super::memcg::Charge;
 use super::netdev::NetDev;
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -26,6 +27,7 @@ pub fn init<T: Driver>() -> Result {
             Some(rx_trampoline::<T>),
             Some(accept_trampoline::<T>),
             Some(rxq_of::<T>),
+            Some(full_trampoline::<T>),
         )
     })
 }
@@ -151,6 +153,19 @@ unsafe extern "C" fn accept_trampoline<T: Driver>(
     T::rx_accept(dev, pkt)
 }
 
+/// A packet for a device of `T` that found its receive queue full and was
+/// dropped, in softirq.
+///
+/// # Safety
+///
+/// `ib` must be null or a device the caller holds a registration reference
+/// on.
+unsafe extern "C" fn full_trampoline<T: Driver>(ib: *mut bindings::ib_device) {
+    if let Some(dev) = Device::<T>::from_raw_if_ours(ib) {
+        T::rx_queue_full(dev);
+    }
+}
+
 /// The receive queue of a device of `T` (each device has its own; see
 /// `net_glue.c`), or null for another driver's device (its packets are
 /// dropped).
@@ -213,10 +228,11 @@ unsafe impl Send for RouteCache {}
 unsafe impl Sync for RouteCache {}
 
 impl RouteCache {
-    /// An empty cache (it allocates per-CPU storage; may sleep).
-    pub fn new() -> Result<Self> {
+    /// An empty cache (it allocates per-CPU storage; may sleep), charged
+    /// as `charge` says.
+    pub fn new(charge: &Charge) -> Result<Self> {
         // SAFETY: No preconditions; null on failure.
-        let ptr = unsafe { bindings::rrxe_route_alloc() };
+        let ptr = unsafe { bindings::rrxe_route_alloc(charge.accounts()) };
         // INVARIANT: A fresh route from `rrxe_route_alloc`.
         NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
     }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Port hardware counters (`/sys/class/infiniband/DEV/ports/1/hw_counters`
-//! and `rdma statistic`). The names are rdma_rxe's, declared in the C
-//! helper file; [`Counter`] indexes them.
+//! and `rdma statistic`). The first 17 are rdma_rxe's, under its names
+//! and in its order; the drops by reason follow. The names are declared in
+//! the C helper file; [`Counter`] indexes them.
 
 use super::{
     bindings,
@@ -49,6 +50,24 @@ pub enum Counter {
     SentBytes = bindings::rrxe_hw_counter_RRXE_CNT_SENT_BYTES,
     /// Bytes received.
     RcvdBytes = bindings::rrxe_hw_counter_RRXE_CNT_RCVD_BYTES,
+    /// Packets dropped for a wrong ICRC.
+    RcvdIcrcErr = bindings::rrxe_hw_counter_RRXE_CNT_RCVD_ICRC_ERR,
+    /// Packets dropped for headers that do not parse or do not fit.
+    RcvdHdrErr = bindings::rrxe_hw_counter_RRXE_CNT_RCVD_HDR_ERR,
+    /// Packets dropped for want of a QP that takes them.
+    RcvdUnknownQp = bindings::rrxe_hw_counter_RRXE_CNT_RCVD_UNKNOWN_QP,
+    /// Packets dropped for a P_Key not the port's.
+    RcvdPkeyErr = bindings::rrxe_hw_counter_RRXE_CNT_RCVD_PKEY_ERR,
+    /// Datagrams dropped for a Q_Key not the QP's.
+    RcvdQkeyErr = bindings::rrxe_hw_counter_RRXE_CNT_RCVD_QKEY_ERR,
+    /// Packets dropped for a PSN outside the window.
+    RcvdPsnErr = bindings::rrxe_hw_counter_RRXE_CNT_RCVD_PSN_ERR,
+    /// Packets dropped for a full receive queue.
+    RcvdQueueFull = bindings::rrxe_hw_counter_RRXE_CNT_RCVD_QUEUE_FULL,
+    /// UD and UC packets dropped for want of a receive WQE.
+    OutOfBuffer = bindings::rrxe_hw_counter_RRXE_CNT_OUT_OF_BUFFER,
+    /// Packets not sent for want of a route.
+    SendNoRoute = bindings::rrxe_hw_counter_RRXE_CNT_SEND_NO_ROUTE,
 }
 
 /// Number of counters.

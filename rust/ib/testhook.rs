@@ -14,6 +14,8 @@ pub enum Site {
     MwResolve = 1,
     /// A copy by key, between finding the MR and copying its memory.
     MrCopy = 2,
+    /// The receive path's entry in process context, for each packet.
+    Rx = 3,
 }
 
 /// Holds the caller here if the test build's `test_hold_site` names

@@ -120,7 +120,8 @@ impl Umem {
         unsafe { bindings::rrxe_umem_offset(self.umem.as_ptr()) as usize }
     }
 
-    /// The pinned pages, in order. They stay valid while `self` lives.
+    /// The pinned pages, in order. They stay valid while `self` lives. The
+    /// array is charged to the caller's memory cgroup, whose memory it maps.
     pub fn pages(&self) -> Result<KVVec<PageRef>> {
         // SAFETY: Valid by the invariant; the iterator walks the umem's own
         // scatter table, which does not change while we hold the umem.
@@ -133,7 +134,7 @@ impl Umem {
             while bindings::__sg_page_iter_next(&mut it) {
                 let pg = NonNull::new(bindings::rrxe_sg_page_iter_page(&mut it)).ok_or(EFAULT)?;
                 // INVARIANT: The page is pinned by this umem.
-                v.push(PageRef(pg), GFP_KERNEL)?;
+                v.push(PageRef(pg), GFP_KERNEL_ACCOUNT)?;
             }
             Ok(v)
         }

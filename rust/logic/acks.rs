@@ -136,7 +136,7 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
 
     /// Whether `psn` is one the requester has sent (in the current pass,
     /// after any rewind) from the oldest outstanding WQE on.
-    fn outstanding_psn(&self, cons: u32, psn: u32) -> bool {
+    pub fn outstanding_psn(&self, cons: u32, psn: u32) -> bool {
         let Some(o) = self.oldest_outstanding(cons) else {
             return false;
         };

@@ -8,6 +8,7 @@
 
 use crate::ib::{
     ah::{AhInit, AhOps},
+    memcg::Charge,
     object::{Ah, Pd},
     udata::Udata,
 };
@@ -97,6 +98,7 @@ impl AhOps<Rrxe> for RrxeAh {
             )?;
             return Ok(RrxeAh { shared });
         };
+        Charge::current().room(0)?;
         let (num, shared) = dev.ah_pool().insert(|num| {
             Ok(Arc::new(
                 AhShared {
@@ -105,7 +107,8 @@ impl AhOps<Rrxe> for RrxeAh {
                     av: init.av,
                     sgid: sgid.gid,
                 },
-                GFP_KERNEL,
+                // A user's AH is charged to its memory cgroup.
+                GFP_KERNEL_ACCOUNT,
             )?)
         })?;
         let ah = RrxeAh { shared };

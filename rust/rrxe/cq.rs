@@ -12,6 +12,7 @@
 use crate::ib::{
     cq::{CqAttr, CqOps, CqRef, NotifyArm, NotifyFlags, WcOut},
     device::Device,
+    memcg::Charge,
     object::{Cq, Ucontext},
     udata::Udata,
     upcall::{self, Upcalls},
@@ -159,6 +160,12 @@ impl CqOps<Rrxe> for RrxeCq {
             Ring::User { ring, .. } => ring.geometry().index_mask,
             Ring::Kernel { geo, .. } => geo.index_mask,
         };
+        // A user's CQ is the user's memory, as its ring is.
+        let charge = Charge::for_user(user.is_some());
+        if let Err(e) = charge.room(0) {
+            d.cq_count().fetch_sub(1, Ordering::Relaxed);
+            return Err(e);
+        }
         let shared = Arc::pin_init(
             pin_init!(CqShared {
                 inner <- new_spinlock_irq!(
@@ -171,7 +178,7 @@ impl CqOps<Rrxe> for RrxeCq {
                 ),
                 upcalls <- Upcalls::new(),
             }),
-            GFP_KERNEL,
+            charge.gfp(),
         );
         match shared {
             Ok(shared) => {

@@ -282,6 +282,15 @@ impl Driver for Rrxe {
     fn rx_packet(dev: &Device<Self>, pkt: &[u8]) {
         crate::rrxe::net::rx(dev, pkt)
     }
+
+    fn rx_queue_full(dev: &Device<Self>) {
+        crate::rrxe::debug::dropped(
+            dev.data(),
+            Counter::RcvdQueueFull,
+            crate::rrxe::debug::Site::DropFull,
+            format_args!("receive queue full"),
+        );
+    }
 }
 
 impl LinkHandler for Rrxe {

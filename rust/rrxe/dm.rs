@@ -10,6 +10,7 @@
 
 use crate::ib::{
     dm::{Dm, DmMrRequest, DmOps, DmRequest},
+    memcg::Charge,
     mmap::UserMmapEntry,
     object::{Pd, Ucontext},
 };
@@ -94,6 +95,10 @@ impl DmOps<Rrxe> for RrxeDm {
             }
         };
         let offset = entry.offset();
+        if let Err(e) = Charge::current().room(0) {
+            dev.dm_used().fetch_sub(charged, Ordering::Relaxed);
+            return Err(e);
+        }
         // INVARIANT: `charged` was reserved above; the buffer holds `charged`
         // bytes, at least `length`.
         let mem = DmMem {
@@ -104,7 +109,7 @@ impl DmOps<Rrxe> for RrxeDm {
         };
         Ok((
             RrxeDm {
-                mem: Arc::new(mem, GFP_KERNEL)?,
+                mem: Arc::new(mem, GFP_KERNEL_ACCOUNT)?,
             },
             offset,
         ))
@@ -129,6 +134,7 @@ impl DmOps<Rrxe> for RrxeDm {
             mem: mem.clone(),
             offset: req.offset,
         };
-        mr::insert_mr(pd, req.access, range, Arc::new(backing, GFP_KERNEL)?)
+        let backing = Arc::new(backing, GFP_KERNEL_ACCOUNT)?;
+        mr::insert_mr(pd, req.access, range, backing, GFP_KERNEL_ACCOUNT)
     }
 }

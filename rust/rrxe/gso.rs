@@ -92,7 +92,8 @@ pub fn xmit(
     let ndev = dev.netdev(1).ok_or(ENODEV)?;
     const HL: usize = IPV4_HDR + UDP_HDR;
     let (s, d) = (&out.sgid[12..], &out.dgid[12..]);
-    let head = TxPacket::new(&ndev, route, s, d, out.traffic_class, HL + seg)?;
+    let head = TxPacket::new(&ndev, route, s, d, out.traffic_class, HL + seg)
+        .inspect_err(|e| net::route_failed(dev.data(), *e, out, n))?;
     let mut b = TxBurst::new(head)?;
     // The head's headers count the whole burst; the stack gives it its own
     // lengths when it splits the burst.

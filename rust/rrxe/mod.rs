@@ -4,6 +4,7 @@
 
 pub mod ah;
 pub mod cq;
+pub mod debug;
 pub mod device;
 pub mod dm;
 pub mod gso;

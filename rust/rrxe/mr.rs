@@ -4,6 +4,7 @@
 //! resolution of keys (an rkey may name a memory window, see `mw`).
 
 use crate::ib::{
+    memcg::Charge,
     mr::{Advice, AdviseSges, FastRegType, Mr, MrOps, ReregFlags, UserMrRequest},
     object::Pd,
     udata::Udata,
@@ -18,6 +19,7 @@ pub use crate::rrxe::mr_users::{BoundMws, MrRef, Users};
 use crate::rrxe::pd::{pd_id, PdId};
 use crate::rrxe::{device::Rrxe, dm::DmMem};
 use kernel::{
+    alloc::Flags,
     new_spinlock_irq,
     page::PAGE_SHIFT,
     prelude::*,
@@ -157,19 +159,24 @@ pub(crate) fn access_err(e: AccessError) -> Error {
 
 /// What backs a user MR of `length` bytes at `start` with `access`: the
 /// pinned pages, or for `ON_DEMAND` the range of the caller's address
-/// space, reached at access time. Implicit ODP (the whole address space)
+/// space, reached at access time (charged to the caller's memory cgroup,
+/// as is the MR). Implicit ODP (the whole address space)
 /// is not supported, as in rxe.
 fn user_mem(pd: &Pd<Rrxe>, start: u64, length: u64, access: u32) -> Result<Arc<MrMem>> {
     if access & access::ON_DEMAND != 0 {
         if start == 0 && length == u64::MAX {
             return Err(EOPNOTSUPP);
         }
+        Charge::current().room(0)?;
         return Ok(Arc::new(
             MrMem::Odp(OdpUmem::current(start, length)?),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?);
     }
     let umem = Umem::get(pd.device(), start, length, access)?;
+    // The page array grows by doubling, to twice its final size at most.
+    let npages = (length >> PAGE_SHIFT).saturating_add(2) as usize;
+    Charge::current().room(npages.saturating_mul(2 * core::mem::size_of::<usize>()))?;
     let pages = umem.pages()?;
     let first_offset = umem.first_page_offset();
     Ok(Arc::new(
@@ -178,7 +185,7 @@ fn user_mem(pd: &Pd<Rrxe>, start: u64, length: u64, access: u32) -> Result<Arc<M
             pages,
             first_offset,
         },
-        GFP_KERNEL,
+        GFP_KERNEL_ACCOUNT,
     )?)
 }
 
@@ -208,14 +215,20 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
         };
         let range = Range::new(iova, req.length).ok_or(EINVAL)?;
         let mem = user_mem(pd, req.start, req.length, req.access)?;
-        insert_mr(pd, req.access, range, mem)
+        insert_mr(pd, req.access, range, mem, GFP_KERNEL_ACCOUNT)
     }
 
     /// `get_dma_mr`: an MR over all kernel memory.
     fn get_dma_mr(pd: &Pd<Rrxe>, access: u32) -> Result<(Arc<RrxeMr>, u32)> {
         access::check_kernel_mr_access(access).map_err(access_err)?;
         let range = Range::new(0, u64::MAX).ok_or(EINVAL)?;
-        insert_mr(pd, access, range, Arc::new(MrMem::Dma, GFP_KERNEL)?)
+        insert_mr(
+            pd,
+            access,
+            range,
+            Arc::new(MrMem::Dma, GFP_KERNEL)?,
+            GFP_KERNEL,
+        )
     }
 
     /// `alloc_mr`: a fast-registration MR (`IB_MR_TYPE_MEM_REG` only, as rxe)
@@ -249,7 +262,8 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
             GFP_KERNEL,
         )?;
         let range = Range::new(0, 0).ok_or(EINVAL)?;
-        let (mr, key) = insert_mr(pd, 0, range, Arc::new(MrMem::Fast(fast), GFP_KERNEL)?)?;
+        let mem = Arc::new(MrMem::Fast(fast), GFP_KERNEL)?;
+        let (mr, key) = insert_mr(pd, 0, range, mem, GFP_KERNEL)?;
         if let MrMem::Fast(f) = &*mr.mem {
             f.lock().key = key;
         }
@@ -416,7 +430,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
                 bound_mws: BoundMws::default(),
                 users: Users::new(),
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?;
         new_pd
             .device()
@@ -429,11 +443,14 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
     }
 }
 
+/// Enters an MR in the table; its object is allocated with `gfp`
+/// (`GFP_KERNEL_ACCOUNT` for a user's MR).
 pub(crate) fn insert_mr(
     pd: &Pd<Rrxe>,
     access: u32,
     range: Range,
     mem: Arc<MrMem>,
+    gfp: Flags,
 ) -> Result<(Arc<RrxeMr>, u32)> {
     let dev = pd.device().data();
     let pd_id = pd_id(pd);
@@ -451,7 +468,7 @@ pub(crate) fn insert_mr(
                 bound_mws: BoundMws::default(),
                 users: Users::new(),
             },
-            GFP_KERNEL,
+            gfp,
         )?)
     })?;
     let key = mr.key;

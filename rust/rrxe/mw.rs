@@ -4,6 +4,7 @@
 //! of an rkey that names a window.
 
 use crate::ib::{
+    memcg::Charge,
     mw::MwOps,
     object::{Mw, Pd},
     udata::Udata,
@@ -59,8 +60,12 @@ pub struct MwBind {
 impl MwOps<Rrxe> for MwHandle {
     /// `alloc_mw`: a window in the MW table. Type 1 windows start valid and
     /// unbound; type 2 windows start free.
-    fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, _udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
+    fn alloc_mw(pd: &Pd<Rrxe>, ty: MwType, udata: Option<&Udata>) -> Result<(MwHandle, u32)> {
         let dev = pd.device().data();
+        // A user's window is charged to its memory cgroup.
+        let charge = Charge::for_user(udata.is_some());
+        charge.room(0)?;
+        let gfp = charge.gfp();
         let pd_id = pd_id(pd);
         let (_, mw) = dev.mw_pool().insert(|index| {
             let rkey = keys::make_key(index, random_key8()).ok_or(EINVAL)?;
@@ -77,7 +82,7 @@ impl MwOps<Rrxe> for MwHandle {
                         "rrxe::RrxeMw::bind"
                     ),
                 }? Error),
-                GFP_KERNEL,
+                gfp,
             )
         })?;
         let rkey = mw.rkey.load(Ordering::Relaxed);

@@ -19,7 +19,13 @@ use crate::logic::{
     qp::QpAttrs,
     wqe,
 };
-use crate::rrxe::{device::Rrxe, qp::QpShared, rc, uc, ud};
+use crate::rrxe::{
+    debug::{self, Site},
+    device::{Rrxe, RrxeDev},
+    qp::QpShared,
+    rc, uc, ud,
+};
+use crate::rrxe_dbg;
 use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::time::{Instant, Monotonic};
@@ -183,7 +189,8 @@ pub fn xmit(
     } else {
         (&out.sgid[..], &out.dgid[..])
     };
-    let mut tx = TxPacket::new(&ndev, route, s, d, out.traffic_class, total)?;
+    let mut tx = TxPacket::new(&ndev, route, s, d, out.traffic_class, total)
+        .inspect_err(|e| route_failed(dev.data(), *e, out, 1))?;
     {
         let p = tx.data();
         out.write(p, udp_payload).ok_or(EINVAL)?;
@@ -206,6 +213,22 @@ pub fn xmit(
     d.count(Counter::SentPkts, 1);
     d.count(Counter::SentBytes, payload_len as u64);
     Ok(())
+}
+
+/// Counts `n` packets to `out` that [`TxPacket::new`] could not route
+/// (`e`, an unreachable network or host), and prints the debug line.
+pub fn route_failed(d: &RrxeDev, e: Error, out: &IpOut, n: usize) {
+    if e != EHOSTUNREACH && e != ENETUNREACH {
+        return;
+    }
+    d.count(Counter::SendNoRoute, n as u64);
+    rrxe_dbg!(
+        d,
+        Site::NoRoute,
+        "{n} packets from {} to {}: {e:?}",
+        Gid(&out.sgid),
+        Gid(&out.dgid)
+    );
 }
 
 /// A received packet, checked up to its transport headers.
@@ -231,38 +254,63 @@ impl RxPkt<'_> {
     }
 }
 
+/// Why [`checked`] refused a packet: its counter and debug site.
+type Refusal = (Counter, Site);
+
+const BAD_HDR: Refusal = (Counter::RcvdHdrErr, Site::DropHdr);
+
 /// A received packet's headers, checked: IP and UDP, the ICRC when
-/// `verify_icrc`, the BTH and the destination GID. `None` for anything
-/// malformed, which is dropped silently, as the wire allows.
-fn checked<'a>(dev: &Device<Rrxe>, p: &'a [u8], verify_icrc: bool) -> Option<RxPkt<'a>> {
-    let ip = pkt::parse(p).ok()?;
+/// `verify_icrc`, the BTH and the destination GID. Anything malformed is
+/// refused, with the reason, and then dropped, as the wire allows.
+fn checked<'a>(dev: &Device<Rrxe>, p: &'a [u8], verify_icrc: bool) -> Result<RxPkt<'a>, Refusal> {
+    let ip = pkt::parse(p).map_err(|_| BAD_HDR)?;
     let p = &p[..ip.total];
     let udp = &p[ip.ip_len + UDP_HDR..];
     if udp.len() < hdr::BTH + hdr::ICRC_SIZE {
-        return None;
+        return Err(BAD_HDR);
     }
     if verify_icrc {
         let (body, trailer) = p.split_at(p.len() - hdr::ICRC_SIZE);
         match icrc(body) {
             Ok(c) if c.to_le_bytes() == trailer => {}
-            _ => return None,
+            _ => return Err((Counter::RcvdIcrcErr, Site::DropIcrc)),
         }
     }
-    let (bth, layout, range) = hdr::split(udp)?;
-    // TVer 0, the default P_Key (either membership), QPN 0 unused.
-    if bth.tver != 0 || bth.pkey & 0x7fff != 0x7fff || bth.dqpn == 0 {
-        return None;
+    let (bth, layout, range) = hdr::split(udp).ok_or(BAD_HDR)?;
+    // TVer 0, QPN 0 unused.
+    if bth.tver != 0 || bth.dqpn == 0 {
+        return Err(BAD_HDR);
+    }
+    // The default P_Key (either membership).
+    if bth.pkey & 0x7fff != 0x7fff {
+        return Err((Counter::RcvdPkeyErr, Site::DropPkey));
     }
     if !mcast::is_mcast_gid(&ip.dgid) && !dev.has_gid(1, &ip.dgid) {
-        return None;
+        return Err(BAD_HDR);
     }
-    Some(RxPkt {
+    Ok(RxPkt {
         ip,
         bth,
         layout,
         udp,
         payload: &udp[range],
     })
+}
+
+/// Counts a packet [`checked`] refused, and prints its debug line (the
+/// source parsed again only then: a flood of bad packets pays the count
+/// alone).
+fn refused(dev: &Device<Rrxe>, p: &[u8], (c, site): Refusal) {
+    let d = dev.data();
+    d.count(c, 1);
+    if site.on() {
+        let src = pkt::parse(p).map(|ip| ip.sgid).unwrap_or([0; 16]);
+        debug::print(
+            d,
+            site,
+            format_args!("{} bytes from {}", p.len(), Gid(&src)),
+        );
+    }
 }
 
 /// The softirq's look at a packet before it is queued: IP/UDP checks, the
@@ -272,10 +320,14 @@ fn checked<'a>(dev: &Device<Rrxe>, p: &'a [u8], verify_icrc: bool) -> Option<RxP
 /// bad ICRC, is dropped where the network stack accounts for its receive
 /// work, as rdma_rxe drops it. A packet to no QP is counted as received
 /// first, as the transports count every packet that passed the checks
-/// before them.
+/// before them; every drop is counted by its reason.
 pub fn rx_accept(dev: &Device<Rrxe>, p: &[u8]) -> bool {
-    let Some(rx) = checked(dev, p, true) else {
-        return false;
+    let rx = match checked(dev, p, true) {
+        Ok(rx) => rx,
+        Err(r) => {
+            refused(dev, p, r);
+            return false;
+        }
     };
     let qpn = rx.bth.dqpn;
     let d = dev.data();
@@ -283,7 +335,23 @@ pub fn rx_accept(dev: &Device<Rrxe>, p: &[u8]) -> bool {
         return true;
     }
     count_received(dev, &rx);
+    no_qp(d, &rx);
     false
+}
+
+/// Counts a packet for a QP number no QP has.
+pub fn no_qp(d: &RrxeDev, rx: &RxPkt<'_>) {
+    debug::dropped(
+        d,
+        Counter::RcvdUnknownQp,
+        Site::DropQp,
+        format_args!(
+            "opcode {:#x} to qp {:#x} from {}",
+            rx.bth.opcode,
+            rx.bth.dqpn,
+            Gid(&rx.ip.sgid)
+        ),
+    );
 }
 
 /// Counts a packet that passed the checks of [`checked`].
@@ -293,18 +361,55 @@ fn count_received(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
         .count(Counter::RcvdBytes, rx.payload.len() as u64);
 }
 
+/// A GID for the log: an IPv4 address when it maps one.
+pub struct Gid<'a>(pub &'a [u8; 16]);
+
+impl core::fmt::Display for Gid<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let g = self.0;
+        if pkt::is_v4_mapped(g) {
+            return write!(f, "{}.{}.{}.{}", g[12], g[13], g[14], g[15]);
+        }
+        for (i, c) in g.chunks(2).enumerate() {
+            let sep = if i == 0 { "" } else { ":" };
+            write!(f, "{sep}{:x}", u16::from_be_bytes([c[0], c[1]]))?;
+        }
+        Ok(())
+    }
+}
+
 /// The receive path's entry, in process context, for a packet
 /// [`rx_accept`] took (its ICRC is not checked again): the packet's
 /// transport.
 pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
-    let Some(rx) = checked(dev, p, false) else {
-        return;
+    crate::ib::testhook::hold(crate::ib::testhook::Site::Rx);
+    let rx = match checked(dev, p, false) {
+        Ok(rx) => rx,
+        Err(r) => {
+            refused(dev, p, r);
+            return;
+        }
     };
     count_received(dev, &rx);
     match hdr::service(rx.bth.opcode) {
         Some(Service::Ud) => ud::rx(dev, &rx),
         Some(Service::Uc) => uc::rx(dev, &rx),
         Some(Service::Rc) => rc::rx(dev, &rx),
-        None => {}
+        None => bad_hdr(dev.data(), &rx, "no transport"),
     }
+}
+
+/// Counts a packet whose headers do not fit its QP or transport (`why`).
+pub fn bad_hdr(d: &RrxeDev, rx: &RxPkt<'_>, why: &str) {
+    debug::dropped(
+        d,
+        Counter::RcvdHdrErr,
+        Site::DropHdr,
+        format_args!(
+            "{why}: opcode {:#x} to qp {:#x} from {}",
+            rx.bth.opcode,
+            rx.bth.dqpn,
+            Gid(&rx.ip.sgid)
+        ),
+    );
 }

@@ -12,6 +12,7 @@
 use crate::ib::{
     device::Device,
     gate::{GateOwner, TxGate},
+    memcg::Charge,
     net::RouteCache,
     wr::{RecvWr, SendWr},
 };
@@ -27,6 +28,7 @@ use crate::logic::{
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
     wqe,
 };
+use crate::rrxe::debug::Site;
 use crate::rrxe::pd::{pd_id, PdId};
 pub(crate) use crate::rrxe::qp_flush::{flush, flush_rest};
 use crate::rrxe::qp_modify;
@@ -39,6 +41,7 @@ use crate::rrxe::{
     sq::SendBufs,
     srq::SrqShared,
 };
+use crate::rrxe_dbg;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_mutex, new_spinlock_irq, new_work,
@@ -120,6 +123,9 @@ pub struct QpShared {
     pub reply_buf: Mutex<KVVec<u8>>,
     /// A kernel QP (rings in kernel memory, posted through the verbs).
     pub kernel: bool,
+    /// Whose memory cgroup pays for what the QP allocates once created
+    /// (its packet buffers), whatever context allocates it.
+    pub charge: Charge,
     /// The core's handle for the QP, carried by kernel completions.
     pub handle: usize,
     /// The route of a connected QP's packets (RC and UC), kept between
@@ -278,7 +284,9 @@ impl QpShared {
         }
         let size = self.inner.lock().rq.as_ref()?.geometry().elem_size();
         if slot.len() != size {
-            slot.resize(size, 0u8, GFP_KERNEL).ok()?;
+            self.charge
+                .run(size, |gfp| Ok(slot.resize(size, 0u8, gfp)?))
+                .ok()?;
         }
         let mut g = self.inner.lock();
         let rq = g.rq.as_mut()?;
@@ -472,36 +480,71 @@ impl QpOps<Rrxe> for RrxeQp {
             port_num: 1,
             ..Default::default()
         };
-        // A user QP's RC shadow of its send ring (as large as the ring) is
-        // the user's memory, charged to its memory cgroup like the rings.
-        let gfp = if udata.is_some() {
-            kernel::alloc::flags::GFP_KERNEL_ACCOUNT
-        } else {
-            GFP_KERNEL
+        // What a user QP allocates (its RC shadow of the send ring, as large
+        // as the ring, its route cache and socket, the buffers that grow
+        // later) is the user's memory, charged to its memory cgroup like
+        // the rings.
+        let charge = Charge::for_user(udata.is_some());
+        let gfp = charge.gfp();
+        let (slots, elem) = (sq.geometry().slots(), sq.geometry().elem_size());
+        // The buffers a WQE is copied into, allocated now, in the owner's
+        // call (later, in the receive path, the allocation could only fail
+        // or go uncharged).
+        let recv = match (&rq, &srq) {
+            (Some(rq), _) => rq.geometry().elem_size(),
+            (None, Some(srq)) => srq.inner.lock().ring.geometry().elem_size(),
+            (None, None) => 0,
+        };
+        charge.room(
+            elem + recv
+                + if init.ty == QpType::Rc {
+                    ReqState::bytes(slots, elem)
+                } else {
+                    0
+                },
+        )?;
+        let (rc_recv, uc_recv, ud_recv) = match init.ty {
+            QpType::Rc => (recv, 0, 0),
+            QpType::Uc => (0, recv, 0),
+            _ => (0, 0, recv),
+        };
+        let send_bufs = SendBufs {
+            wqe: KVec::from_elem(0u8, elem, gfp)?,
+            payload: KVec::new(),
+        };
+        let uc_rx = UcRx {
+            spare: KVec::from_elem(0u8, uc_recv, gfp)?,
+            ..Default::default()
         };
         let rc_state = if init.ty == QpType::Rc {
-            ReqState::new(sq.geometry().slots(), sq.geometry().elem_size(), gfp)?
+            ReqState::new(slots, elem, gfp)?
         } else {
             ReqState::new(0, 0, gfp)?
         };
-        let rc_state = (rc_state, RespState::new(gfp)?);
+        let rc_state = (rc_state, RespState::new(gfp, rc_recv)?);
         let mut rc_state = Some(rc_state);
         let mut route = match init.ty {
-            QpType::Rc | QpType::Uc => Some(RouteCache::new()?),
+            QpType::Rc | QpType::Uc => Some(RouteCache::new(&charge)?),
             _ => None,
         };
         let mut gate = match init.ty {
-            QpType::Rc => Some(TxGate::new()?),
+            QpType::Rc => Some(TxGate::new(&charge)?),
             _ => None,
         };
         let mut inner = Some(QpInner {
             attrs,
             sq,
             rq,
-            ud_spare: KVec::new(),
+            ud_spare: KVec::from_elem(0u8, ud_recv, gfp)?,
         });
+        let mut charge = Some(charge);
+        let mut send_bufs = Some(send_bufs);
+        let mut uc_rx = Some(uc_rx);
         let make = |qpn: u32| {
             let inner = inner.take().ok_or(EINVAL)?;
+            let send_bufs = send_bufs.take().ok_or(EINVAL)?;
+            let uc_rx = uc_rx.take().ok_or(EINVAL)?;
+            let charge = charge.take().ok_or(EINVAL)?;
             let rc_state = rc_state.take().ok_or(EINVAL)?;
             let route = route.take();
             let gate = gate.take();
@@ -516,12 +559,13 @@ impl QpOps<Rrxe> for RrxeQp {
                 recv_cq: recv_cq.clone(),
                 srq: srq.clone(),
                 inner <- new_spinlock_irq!(inner, "rrxe::QpShared::inner"),
-                send_lock <- new_mutex!(SendBufs::default(), "rrxe::QpShared::send_lock"),
-                uc_rx <- new_mutex!(UcRx::default(), "rrxe::QpShared::uc_rx"),
+                send_lock <- new_mutex!(send_bufs, "rrxe::QpShared::send_lock"),
+                uc_rx <- new_mutex!(uc_rx, "rrxe::QpShared::uc_rx"),
                 rc <- RcLocks::new(rc_state.0, rc_state.1),
                 req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
                 reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
                 kernel,
+                charge,
                 handle: init.handle,
                 route,
                 gate,
@@ -532,7 +576,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 task <- new_work!("rrxe::QpShared::task"),
                 timer <- HrTimer::new(),
             }? Error),
-                GFP_KERNEL,
+                gfp,
             )
         };
         let (qpn, shared) = if init.ty == QpType::Gsi {
@@ -570,6 +614,12 @@ impl QpOps<Rrxe> for RrxeQp {
     ) -> Result {
         let s = &q.data().shared;
         if mask & qp::mask::STATE != 0 && new.state == QpState::Reset {
+            rrxe_dbg!(
+                q.device().data(),
+                Site::QpState,
+                "qp {:#x}: -> Reset (modify_qp)",
+                s.qpn
+            );
             return qp_modify::reset(s, new, cur, mask);
         }
         let mut g = s.inner.lock();
@@ -582,6 +632,15 @@ impl QpOps<Rrxe> for RrxeQp {
             }
         }
         let to_err = g.attrs.state == QpState::Err && was != QpState::Err;
+        if g.attrs.state != was {
+            let now = g.attrs.state;
+            rrxe_dbg!(
+                q.device().data(),
+                Site::QpState,
+                "qp {:#x}: {was:?} -> {now:?} (modify_qp)",
+                s.qpn
+            );
+        }
         if to_err {
             flush(s, &mut g);
         }
@@ -593,7 +652,8 @@ impl QpOps<Rrxe> for RrxeQp {
                 resp.set_rq_psn(new.rq_psn);
             }
             if mask & qp::mask::MAX_DEST_RD_ATOMIC != 0 {
-                resp.set_dest_rd_atomic(new.max_dest_rd_atomic)?;
+                let n = new.max_dest_rd_atomic;
+                s.charge.run(0, |gfp| resp.set_dest_rd_atomic(n, gfp))?;
             }
             if to_err {
                 resp.on_error(s);

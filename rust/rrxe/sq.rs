@@ -113,7 +113,7 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Resu
     }
     let SendBufs { wqe: slot, payload } = &mut *bufs;
     let geo = s.inner.lock().sq.geometry();
-    size_slot(slot, geo.elem_size())?;
+    size_slot(s, slot, geo.elem_size())?;
     // At most one ring's worth per doorbell: every WQE posted before it is
     // within that many, and a process that keeps moving its producer index
     // cannot keep the kernel here. Later WQEs have their own doorbell.
@@ -187,12 +187,12 @@ pub struct SendBufs {
     pub payload: KVec<u8>,
 }
 
-/// Makes `slot`, a buffer under a QP's `send_lock`, `n` bytes long:
-/// allocated at the first doorbell, then reused.
-pub(crate) fn size_slot(slot: &mut KVec<u8>, n: usize) -> Result {
+/// Makes `slot`, a buffer under `s`'s `send_lock`, `n` bytes long:
+/// allocated at the first doorbell (charged to `s`'s owner), then reused.
+pub(crate) fn size_slot(s: &QpShared, slot: &mut KVec<u8>, n: usize) -> Result {
     if slot.len() != n {
         slot.clear();
-        slot.resize(n, 0u8, GFP_KERNEL)?;
+        s.charge.run(n, |gfp| Ok(slot.resize(n, 0u8, gfp)?))?;
     }
     Ok(())
 }

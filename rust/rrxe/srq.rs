@@ -7,6 +7,7 @@
 //! `ib_post_srq_recv` (they cannot be resized: `EINVAL`).
 
 use crate::ib::{
+    memcg::Charge,
     object::{Pd, Srq},
     srq::{SrqAttr, SrqInit, SrqMask, SrqOps, SrqRef},
     udata::Udata,
@@ -175,6 +176,8 @@ impl SrqOps<Rrxe> for RrxeSrq {
             max_sge,
             limit: init.attr.srq_limit,
         });
+        let charge = Charge::for_user(!kernel);
+        charge.room(0)?;
         let (num, shared) = dev.srq_pool().insert(|num| {
             let inner = inner.take().ok_or(EINVAL)?;
             Arc::pin_init(
@@ -184,7 +187,8 @@ impl SrqOps<Rrxe> for RrxeSrq {
                     upcalls <- Upcalls::new(),
                     kernel,
                 }? Error),
-                GFP_KERNEL,
+                // A user's SRQ is charged to its memory cgroup, as its ring.
+                charge.gfp(),
             )
         })?;
         // SAFETY: `destroy_srq` (and the failure below) detach before the

@@ -192,10 +192,12 @@ fn outcome(dev: &Device<Rrxe>, r: Result, gather_err: bool) -> Result {
 }
 
 /// The status of a WQE whose packet [`send`] refused: `EMSGSIZE` (bigger
-/// than the route carries) is rxe's `LOC_QP_OP_ERR`, anything else a
-/// payload that could not be gathered.
+/// than the route carries) is rxe's `LOC_QP_OP_ERR`, and so is `ENOMEM`,
+/// anything else a payload that could not be gathered.
 pub(crate) fn fail_status(e: Error) -> u32 {
-    if e == EMSGSIZE {
+    // Too big for the route, or a buffer the owner's memory cgroup had no
+    // room for: the operation failed, not the memory it names.
+    if e == EMSGSIZE || e == ENOMEM {
         crate::logic::cqe::status::LOC_QP_OP_ERR
     } else {
         crate::logic::cqe::status::LOC_PROT_ERR

@@ -13,7 +13,7 @@
 //! goes to the memory its RETH names, with the rkey, the PD, the rights
 //! and the bounds checked, and the key resolved again on every packet.
 
-use crate::ib::{device::Device, qp::QpType, umem::Fault};
+use crate::ib::{device::Device, qp::QpType, stats::Counter, umem::Fault};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
@@ -24,9 +24,10 @@ use crate::logic::{
     wqe::{self, Opcode, Payload, SendWqe, Transport, WrDetail},
 };
 use crate::rrxe::{
+    debug::{self, Site},
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
-    net::{self, RxPkt},
+    net::{self, Gid, RxPkt},
     qp::QpShared,
     sge::{scatter_at, Gather},
     sq::take_send,
@@ -233,7 +234,10 @@ fn send_packets(
 /// A UC packet from the wire (checked by `net::rx`).
 pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
     let d = dev.data();
-    let Some(qp) = d.qp(p.bth.dqpn) else { return };
+    let Some(qp) = d.qp(p.bth.dqpn) else {
+        net::no_qp(d, p);
+        return;
+    };
     let pkt = UcPkt {
         psn: p.bth.psn,
         opcode: p.bth.opcode,
@@ -255,21 +259,43 @@ fn abandon(rx: &mut UcRx) {
 
 /// The UC responder: takes one packet for `qp`.
 pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
+    let refuse = |c, site, why: &str| {
+        debug::dropped(
+            d,
+            c,
+            site,
+            format_args!(
+                "{why}: opcode {:#x} psn {:#x} to qp {:#x} from {}",
+                p.opcode,
+                p.psn,
+                qp.qpn,
+                Gid(&p.sgid)
+            ),
+        )
+    };
     if qp.ty != QpType::Uc {
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not a UC QP");
         return;
     }
     let Some((kind, pos, _)) = seq::classify(p.opcode) else {
+        refuse(Counter::RcvdHdrErr, Site::DropHdr, "not a UC request");
         return;
     };
     let mut rx = qp.uc_rx.lock();
     // A destroyed QP that a local sender still holds takes nothing.
     if qp.is_dead() {
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
         return;
     }
     // Connected: only the peer the QP was connected to may send to it.
     // Read under `uc_rx`, which a move to RESET holds while it changes the
     // state and clears this state.
     let Some(a) = qp.responder_attrs(&p.sgid, &p.dgid) else {
+        refuse(
+            Counter::RcvdUnknownQp,
+            Site::DropQp,
+            "QP not receiving, or not from its peer",
+        );
         return;
     };
     let mtu = mtu_bytes(a.path_mtu);
@@ -282,6 +308,7 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     match rx.seq.judge(p.psn, kind, pos) {
         Verdict::Drop => {
             abandon(&mut rx);
+            refuse(Counter::RcvdPsnErr, Site::DropPsn, "out of sequence");
             return;
         }
         Verdict::Start => {
@@ -289,6 +316,13 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
             rx.write = None;
         }
         Verdict::Continue => {}
+    }
+    if bad_len {
+        refuse(
+            Counter::RcvdHdrErr,
+            Site::DropHdr,
+            "payload not the path MTU",
+        );
     }
     let ok = !bad_len
         && match kind {
@@ -334,6 +368,12 @@ fn hold_recv(qp: &QpShared, rx: &mut UcRx) -> bool {
 fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos) -> bool {
     // No receive WQE: the message is dropped (UC has no RNR).
     if pos.starts() && !hold_recv(qp, rx) {
+        debug::dropped(
+            d,
+            Counter::OutOfBuffer,
+            Site::DropNoBuffer,
+            format_args!("no receive WQE: qp {:#x} from {}", qp.qpn, Gid(&p.sgid)),
+        );
         return false;
     }
     let Some((slot, max)) = rx.held.as_ref() else {

@@ -24,8 +24,9 @@ use crate::logic::{
     wqe::{self, LegacyAv, Opcode, Transport, WrDetail},
 };
 use crate::rrxe::{
+    debug::{self, Site},
     device::{Rrxe, RrxeDev},
-    net::RxPkt,
+    net::{self, Gid, RxPkt},
     qp::QpShared,
     sge::{scatter_at, Gather},
     sq::take_send,
@@ -88,7 +89,13 @@ pub(crate) fn send_one(
         wc.status = status::LOC_LEN_ERR;
         return (wc, true);
     }
-    if buf.len() < len as usize && buf.resize(len as usize, 0u8, GFP_KERNEL).is_err() {
+    if buf.len() < len as usize
+        && s.charge
+            .run(len as usize, |gfp| {
+                Ok(buf.resize(len as usize, 0u8, gfp)?)
+            })
+            .is_err()
+    {
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     }
@@ -215,7 +222,9 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
 /// A UD packet from the wire (checked by `net::rx`): to one QP, or to the
 /// members of a multicast group. QP1 (GSI) has no receiver yet.
 pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
+    let d = dev.data();
     let Some(deth) = p.layout.deth.and_then(|o| Deth::parse(&p.udp[o..])) else {
+        net::bad_hdr(d, p, "no DETH");
         return;
     };
     let dg = Datagram {
@@ -232,15 +241,15 @@ pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
         sl: 0,
         payload: p.payload,
     };
-    let d = dev.data();
-    if p.bth.dqpn == wqe::MCAST_QPN {
-        if mcast::is_mcast_gid(&p.ip.dgid) {
-            for n in mcast_members(d, &p.ip.dgid).iter() {
-                deliver(d, &Datagram { dqpn: *n, ..dg });
-            }
+    let mc = mcast::is_mcast_gid(&p.ip.dgid);
+    if p.bth.dqpn == wqe::MCAST_QPN && mc {
+        for n in mcast_members(d, &p.ip.dgid).iter() {
+            deliver(d, &Datagram { dqpn: *n, ..dg });
         }
-    } else if !mcast::is_mcast_gid(&p.ip.dgid) {
+    } else if p.bth.dqpn != wqe::MCAST_QPN && !mc {
         deliver(d, &dg);
+    } else {
+        net::bad_hdr(d, p, "multicast QPN and GID disagree");
     }
 }
 
@@ -286,8 +295,25 @@ fn grh(dg: &Datagram<'_>) -> [u8; GRH] {
 /// Q_Key, or has no receive WQE posted, and for QP1 when it is longer
 /// than a MAD.
 fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
-    let Some(qp) = d.qp(dg.dqpn) else { return };
+    let refuse = |c, site, why: &str| {
+        debug::dropped(
+            d,
+            c,
+            site,
+            format_args!(
+                "{why}: qp {:#x} from {} qp {:#x}",
+                dg.dqpn,
+                Gid(&dg.sgid),
+                dg.sqpn
+            ),
+        )
+    };
+    let Some(qp) = d.qp(dg.dqpn) else {
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "no such QP");
+        return;
+    };
     if !matches!(qp.ty, QpType::Ud | QpType::Gsi) {
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not a UD QP");
         return;
     }
     // The MAD layer gives QP1 receive buffers of one MAD and never reposts
@@ -295,6 +321,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     // datagram longer than a MAD would cost QP1 a buffer for good, and a
     // few hundred of them, from anyone, all MAD traffic (rdma_cm).
     if qp.ty == QpType::Gsi && dg.payload.len() > MGMT_MAD_SIZE as usize {
+        refuse(Counter::RcvdHdrErr, Site::DropHdr, "longer than a MAD");
         return;
     }
     let mut slot = {
@@ -302,8 +329,24 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         if !matches!(
             g.attrs.state,
             QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-        ) || g.attrs.qkey != dg.qkey
-        {
+        ) {
+            refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP not receiving");
+            return;
+        }
+        if g.attrs.qkey != dg.qkey {
+            debug::dropped(
+                d,
+                Counter::RcvdQkeyErr,
+                Site::DropQkey,
+                format_args!(
+                    "Q_Key {:#x}, not {:#x}: qp {:#x} from {} qp {:#x}",
+                    dg.qkey,
+                    g.attrs.qkey,
+                    dg.dqpn,
+                    Gid(&dg.sgid),
+                    dg.sqpn
+                ),
+            );
             return;
         }
         // The QP's buffer, unless another delivery has it (then a new one).
@@ -311,6 +354,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
     };
     let Some(max_sge) = qp.pop_recv(&mut slot) else {
         give_back(&qp, slot);
+        refuse(Counter::OutOfBuffer, Site::DropNoBuffer, "no receive WQE");
         return;
     };
     let mut wc = Wc {

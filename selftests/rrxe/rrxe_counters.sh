@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Port counters: the same names as rdma_rxe's (compared with an rdma_rxe
-# device created after rrxe's is gone: rdma_rxe's netdev notifier takes any
-# RXE-driver device for its own, so the two never share this test), in
+# Port counters: rdma_rxe's 17 first, under its names and in its order
+# (compared with an rdma_rxe device created after rrxe's is gone: rdma_rxe's
+# netdev notifier takes any RXE-driver device for its own, so the two never
+# share this test), then the drops by reason (rrxe_drops.sh moves each), in
 # sysfs and in `rdma statistic`; link_downed counts the link going down;
 # rdma_sends and rdma_recvs count the SENDs and receives that completed,
 # as rdma_rxe's do (the same pingpongs move them by the same amounts on a
@@ -18,10 +19,18 @@ load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && mk_dummy rrxtd1 && link_add rrxek0 rrxtd0 || ktap_exit_fail_msg "setup failed"
 hw=/sys/class/infiniband/rrxek0/ports/1/hw_counters
 
-check "17 counters in sysfs, all readable" \
-	bash -c "[ \$(ls $hw | grep -vc lifespan) = 17 ] && cat $hw/* >/dev/null"
+check "26 counters in sysfs, all readable" \
+	bash -c "[ \$(ls $hw | grep -vc lifespan) = 26 ] && cat $hw/* >/dev/null"
+# stat_names DEV: the counter names of DEV's port 1 in `rdma statistic`,
+# in its order (the driver's), one a line.
+stat_names() {
+	# shellcheck disable=SC2016 # awk's own variables
+	rdma statistic show link "$1/1" | tr ' ' '\n' |
+		awk 'p ~ /^[a-z_]+$/ && $0 ~ /^[0-9]+$/ { print p } { p = $0 }'
+}
+order=$(stat_names rrxek0)
 check "rdma statistic shows them" \
-	bash -c "rdma statistic show link rrxek0/1 | grep -q 'sent_pkts 0' && rdma statistic show link rrxek0/1 | grep -q rcvd_bytes"
+	bash -c "rdma statistic show link rrxek0/1 | grep -q 'sent_pkts 0' && rdma statistic show link rrxek0/1 | grep -q send_no_route"
 
 downed() {
 	local before after
@@ -35,7 +44,6 @@ downed() {
 }
 check "link_downed counts two link downs" downed
 
-names=$(find "$hw" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)
 check "the device deletes cleanly" \
 	bash -c "rdma link delete rrxek0 && ! test -e /sys/class/infiniband/rrxek0"
 
@@ -43,12 +51,14 @@ same_as_rxe() {
 	modprobe rdma_rxe || return 1
 	rdma link add rrxecmp0 type rxe netdev rrxtd1 || { modprobe -r rdma_rxe; return 1; }
 	local b
-	b=$(find /sys/class/infiniband/rrxecmp0/ports/1/hw_counters -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)
+	b=$(stat_names rrxecmp0)
 	rdma link delete rrxecmp0
 	modprobe -r rdma_rxe
-	[ "$names" = "$b" ] || { diff <(echo "$names") <(echo "$b"); return 1; }
+	[ "$(wc -w <<<"$b")" = 17 ] || { echo "rdma_rxe has $(wc -w <<<"$b") counters: $b"; return 1; }
+	[ "$(head -n 17 <<<"$order")" = "$b" ] ||
+		{ diff <(head -n 17 <<<"$order") <(echo "$b"); return 1; }
 }
-check "the same counter names as rdma_rxe" same_as_rxe
+check "rdma_rxe's 17 counters first, under its names and in its order" same_as_rxe
 
 # sends_recvs DEV: an RC and a UD pingpong (100 iterations each, buffers
 # checked) between two QPs of DEV on its GID of 10.79.7.1; prints how much

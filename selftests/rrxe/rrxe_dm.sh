@@ -37,17 +37,19 @@ off() {
 }
 check "with dm_size 0: max_dm_size 0, DM_ALLOC fails EOPNOTSUPP" off
 
+# A bad value is refused when written (EINVAL), and the value stays.
 bad_size() {
-	local v
-	for v in 4097 $((2 << 30)); do
-		echo "$v" >$param
-		if link_add rrxed0 rrxtd0 2>/dev/null; then
-			echo "rdma link add succeeded with dm_size $v"; link_del rrxed0; echo 0 >$param; return 1
+	local v out before
+	before=$(cat $param)
+	for v in 4097 $((2 << 30)) -4096 1M; do
+		if out=$({ echo "$v" >$param; } 2>&1); then
+			echo "writing $v to dm_size succeeded"; echo "$before" >$param; return 1
 		fi
+		grep -q "Invalid argument" <<<"$out" || { echo "writing $v: $out"; return 1; }
+		[ "$(cat $param)" = "$before" ] || { echo "dm_size is $(cat $param) after writing $v"; return 1; }
 	done
-	echo 0 >$param
 }
-check "rdma link add refuses a dm_size that is not whole pages or above 1 GiB" bad_size
+check "a dm_size that is not whole pages up to 1 GiB is refused when written (EINVAL)" bad_size
 
 echo $size >$param && link_add rrxed0 rrxtd0 || ktap_exit_fail_msg "link add with dm_size $size failed"
 echo 0 >$param

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Module parameter link_type: a custom link type works, a bad one is refused.
+# Module parameters: a custom link_type works, a bad one is refused; a
+# bad dm_size is refused at load.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 4
+ktap_set_plan 5
 
 cleanup_net
 unload_rrxe
@@ -23,6 +24,9 @@ check "unload with the custom type" \
 check "a link_type with bad characters is refused with EINVAL" \
 	bash -c "out=\$(modprobe rrxe 'link_type=a/b' 2>&1); [ \$? -ne 0 ] && grep -q 'Invalid argument' <<<\"\$out\" &&
 		! lsmod | grep -q '^rrxe '"
+check "a dm_size that is not whole pages up to 1 GiB is refused at load with EINVAL" \
+	bash -c "for v in 4097 2147483648; do out=\$(modprobe rrxe dm_size=\$v 2>&1); [ \$? -ne 0 ] &&
+		grep -q 'Invalid argument' <<<\"\$out\" && ! lsmod | grep -q '^rrxe ' || exit 1; done"
 
 cleanup_net
 ktap_finished

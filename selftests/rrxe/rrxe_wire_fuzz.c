@@ -38,6 +38,11 @@
  *	no device has, as fast as it can for SECONDS, with a valid ICRC
  *	(BAD 0) or a wrong one (BAD 1): what any host that reaches port
  *	4791 can send. Prints how many went out.
+ *   rrxe_wire_fuzz one IF DMAC SRC4 DST4 KIND QPN PSN QKEY COUNT LEN
+ *	sends COUNT packets of one KIND with LEN payload bytes: ud (a
+ *	well-formed UD SEND ONLY to QPN with QKEY), icrc (the same with a
+ *	wrong ICRC), tver (transport version 1), pkey (a P_Key no device
+ *	has), rc (an RC SEND ONLY to QPN at PSN). For the drop counters.
  *   rrxe_wire_fuzz spin SECONDS
  *	an ordinary busy process: counts loop rounds for SECONDS and
  *	prints the count (the starvation check pins one to each CPU).
@@ -1317,6 +1322,50 @@ static int flood(unsigned int seconds, int bad, unsigned int len)
 	return n_frames ? 0 : 1;
 }
 
+/*
+ * `count` packets of one kind, each with `len` payload bytes: "ud" a
+ * well-formed UD SEND_ONLY to QP `qpn` with Q_Key `qkey`; "icrc" the same
+ * with a wrong ICRC, "tver" with transport version 1, "pkey" with P_Key
+ * 0x1234; "rc" an RC SEND_ONLY to QP `qpn` at PSN `psn`.
+ */
+static int one(const char *kind, uint32_t qpn, uint32_t psn, uint32_t qkey,
+	       unsigned int count, unsigned int len)
+{
+	struct dst d = { .exact = 1 };
+	int rc = !strcmp(kind, "rc"), bad = !strcmp(kind, "icrc");
+
+	if (len > 4096 || len % 4 ||
+	    (!rc && !bad && strcmp(kind, "ud") && strcmp(kind, "tver") && strcmp(kind, "pkey")))
+		return 2;
+	for (unsigned int i = 0; i < count; i++) {
+		size_t h = rc ? 12 : 20;
+		uint8_t *t;
+		int b;
+
+		if (nb == BATCH)
+			send_batch();
+		b = nb++;
+		t = tptr(b, 0);
+		t[0] = rc ? 0x04 : 0x64;	/* RC or UD SEND_ONLY */
+		t[1] = !strcmp(kind, "tver") ? 1 : 0;
+		put16(t + 2, !strcmp(kind, "pkey") ? 0x1234 : 0xffff);
+		put32(t + 4, qpn);
+		put32(t + 8, psn & 0xffffff);
+		if (!rc) {
+			put32(t + 12, qkey);
+			put32(t + 16, 0x1);	/* the source QP */
+		}
+		for (unsigned int j = 0; j < len; j++)
+			t[h + j] = rnd();
+		finish(b, h + len, &d);
+		if (bad)
+			frames[b][flen[b] - 1] ^= 0x5a;
+	}
+	send_batch();
+	printf("# one: sent %llu %s packets\n", (unsigned long long)n_frames, kind);
+	return n_frames == count ? 0 : 1;
+}
+
 static int spin(unsigned int seconds)
 {
 	volatile uint64_t x = 0;
@@ -1400,6 +1449,11 @@ int main(int argc, char **argv)
 		setup(argv + 2, 0);
 		return mad(atoi(argv[6]), atoi(argv[7]));
 	}
+	if (argc == 12 && !strcmp(m, "one")) {
+		setup(argv + 2, 0);
+		return one(argv[6], strtoul(argv[7], NULL, 0), strtoul(argv[8], NULL, 0),
+			   strtoul(argv[9], NULL, 0), atoi(argv[10]), atoi(argv[11]));
+	}
 	if (argc == 9 && !strcmp(m, "flood")) {
 		setup(argv + 2, 0);
 		return flood(atoi(argv[6]), atoi(argv[7]), atoi(argv[8]));
@@ -1410,6 +1464,8 @@ int main(int argc, char **argv)
 		"       %s mad IF DMAC SRC4 DST4 COUNT LEN\n"
 		"       %s join IF GROUP4 GROUP6 SECONDS\n"
 		"       %s flood IF DMAC SRC4 DST4 SECONDS BAD LEN\n"
-		"       %s spin SECONDS\n", argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
+		"       %s one IF DMAC SRC4 DST4 KIND QPN PSN QKEY COUNT LEN\n"
+		"       %s spin SECONDS\n", argv[0], argv[0], argv[0], argv[0], argv[0], argv[0],
+		argv[0]);
 	return 2;
 }

@@ -115,4 +115,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// process context. Set up by [`super::net::init`]; packets are
     /// dropped by default.
     fn rx_packet(_dev: &Device<Self>, _pkt: &[u8]) {}
+
+    /// A packet that [`Self::rx_accept`] accepted for `dev` found the
+    /// device's receive queue full and was dropped. Runs in softirq.
+    fn rx_queue_full(_dev: &Device<Self>) {}
 }

@@ -52,6 +52,25 @@ impl<T: Driver> Device<T> {
         unsafe { &*ptr.cast::<Self>() }
     }
 
+    /// The device whose driver data `data` is.
+    ///
+    /// # Safety
+    ///
+    /// `data` must be the data of a `Device<T>` (a reference [`Self::data`]
+    /// gave, or one derived from it), not a `T::Data` made elsewhere.
+    pub unsafe fn from_data(data: &T::Data) -> &Self {
+        let off = core::mem::offset_of!(Self, data);
+        // CAST: `data` is the `data` field of a `Device<T>`, `off` bytes in.
+        let dev = core::ptr::from_ref(data)
+            .cast::<u8>()
+            .wrapping_sub(off)
+            .cast::<Self>();
+        // SAFETY: By the caller's promise `data` is the `data` field of a
+        // `Device<T>`, so `dev` is that device, alive as long as `data` is
+        // borrowed.
+        unsafe { &*dev }
+    }
+
     /// The raw `ib_device`.
     pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ibdev.get()

@@ -22,11 +22,13 @@ use crate::logic::{
     wqe::{self, Opcode, Payload},
 };
 use crate::rrxe::{
+    debug::Site,
     device::{Rrxe, RrxeDev},
     mr,
     qp::QpShared,
     sge::scatter_sges,
 };
+use crate::rrxe_dbg;
 use kernel::sync::Arc;
 
 /// What a response did to the requester.
@@ -40,12 +42,16 @@ struct Effect {
 
 /// Takes an ACK, NAK, read response or atomic ACK for QP `s`.
 pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
+    let d = dev.data();
+    let refuse = |c, site, why: &str| super::dropped(d, s, p, c, site, why);
     if s.ty != QpType::Rc {
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
         return;
     }
     let kick = {
         let mut rc = s.rc.req.lock();
         if s.is_dead() {
+            refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
             return;
         }
         // The ring's lock only for the attributes and the consumer index
@@ -57,16 +63,32 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             (g.attrs, g.sq.consumer())
         };
         if !matches!(a.state, QpState::Rts | QpState::Sqd | QpState::Sqe) {
+            refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP not sending");
             return;
         }
         if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
+            refuse(
+                Counter::RcvdUnknownQp,
+                Site::DropQp,
+                "not from the QP's peer",
+            );
             return;
         }
         let syn = p
             .aeth
             .map(|x| Syndrome::parse(x.syndrome))
             .unwrap_or(Some(Syndrome::Ack));
-        let Some(syn) = syn else { return };
+        let Some(syn) = syn else {
+            refuse(Counter::RcvdHdrErr, Site::DropHdr, "reserved AETH syndrome");
+            return;
+        };
+        if !rc.win.outstanding_psn(cons, p.psn) {
+            refuse(
+                Counter::RcvdPsnErr,
+                Site::DropPsn,
+                "response to no outstanding request",
+            );
+        }
         let e = take(dev.data(), s, &mut rc, &a, cons, p, syn);
         if e.progressed {
             rc.win.retry_left = a.retry_cnt;
@@ -117,10 +139,32 @@ fn take(
         progressed: t.progressed,
         rewound: false,
     };
+    let qpn = s.qpn;
     match t.action {
-        Action::None | Action::Failed { .. } => {}
+        Action::None => {}
+        Action::Failed { .. } => {
+            rrxe_dbg!(
+                d,
+                Site::NakRcvd,
+                "qp {qpn:#x}: error NAK for psn {:#x}",
+                p.psn
+            );
+        }
         Action::Rnr { k, code } => {
             d.count(Counter::RcvRnr, 1);
+            rrxe_dbg!(
+                d,
+                Site::NakRcvd,
+                "qp {qpn:#x}: RNR NAK for psn {:#x}",
+                p.psn
+            );
+            rrxe_dbg!(
+                d,
+                Site::Rnr,
+                "qp {qpn:#x}: RNR NAK received for psn {:#x}, waiting {} us",
+                p.psn,
+                rc::rnr_wait_us(code)
+            );
             if rc.retry(cons, k, true, a.rnr_retry) {
                 e.rewound = true;
                 rnr_wait(rc, rc::rnr_wait_us(code));
@@ -130,9 +174,21 @@ fn take(
         }
         Action::Seq { k } => {
             d.count(Counter::RcvSeqErr, 1);
+            rrxe_dbg!(
+                d,
+                Site::NakRcvd,
+                "qp {qpn:#x}: sequence NAK for psn {:#x}",
+                p.psn
+            );
             rc.gate.lost();
             if rc.retry(cons, k, false, a.retry_cnt) {
                 rc.win.resume_at(cons, k, p.psn);
+                rrxe_dbg!(
+                    d,
+                    Site::Retry,
+                    "qp {qpn:#x}: sequence NAK, resending from psn {:#x}",
+                    p.psn
+                );
                 e.rewound = true;
             } else {
                 d.count(Counter::RetryExceeded, 1);
@@ -142,6 +198,12 @@ fn take(
             // As rxe counts the retries its completer starts.
             d.count(Counter::CompRetry, 1);
             if rc.retry(cons, k, false, a.retry_cnt) {
+                rrxe_dbg!(
+                    d,
+                    Site::Retry,
+                    "qp {qpn:#x}: response psn {:#x} shows one lost, resending",
+                    p.psn
+                );
                 e.rewound = true;
             } else {
                 d.count(Counter::RetryExceeded, 1);

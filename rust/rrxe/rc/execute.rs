@@ -18,12 +18,14 @@ use crate::logic::{
     uc::{packets, psn_add, Pos},
     wqe,
 };
+use crate::rrxe::debug::Site;
 use crate::rrxe::{
     device::RrxeDev,
     mr::{self, Copy},
     qp::QpShared,
     sge::scatter_at,
 };
+use crate::rrxe_dbg;
 use kernel::prelude::*;
 
 /// Why a request fails: the NAK to send and the status of the receive WQE
@@ -164,6 +166,18 @@ fn hold_recv(
         None => {
             rc.spare = slot;
             d.count(Counter::SndRnr, 1);
+            rrxe_dbg!(
+                d,
+                Site::Rnr,
+                "qp {:#x}: no receive WQE, RNR NAK for psn {psn:#x}",
+                s.qpn
+            );
+            rrxe_dbg!(
+                d,
+                Site::NakSent,
+                "qp {:#x}: RNR NAK for psn {psn:#x}",
+                s.qpn
+            );
             Some(Reply::Ack {
                 psn,
                 syn: Syndrome::Rnr(a.min_rnr_timer),

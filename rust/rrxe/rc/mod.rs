@@ -62,7 +62,7 @@ pub use requester::run;
 pub use responder::responder;
 pub use state::{reset, RcLocks, ReqState, RespState};
 
-use crate::ib::device::Device;
+use crate::ib::{device::Device, stats::Counter};
 use crate::logic::{
     cqe::status,
     hdr::{self, Aeth, AtmEth, Headers, Reth},
@@ -71,11 +71,13 @@ use crate::logic::{
     rc,
 };
 use crate::rrxe::{
+    debug::{self, Site},
     device::{Rrxe, RrxeDev},
-    net::{self, RxPkt},
+    net::{self, Gid, RxPkt},
     qp::{self as qpm, QpInner, QpShared},
     tx::{self, Packet},
 };
+use crate::rrxe_dbg;
 use kernel::prelude::*;
 use state::Deadline;
 
@@ -178,7 +180,8 @@ fn emit(
         );
     }
     if buf.len() < tx.len {
-        buf.resize(tx.len, 0u8, GFP_KERNEL)?;
+        s.charge
+            .run(tx.len, |gfp| Ok(buf.resize(tx.len, 0u8, gfp)?))?;
     }
     let b = tx::local(d, &mut buf[..tx.len], fill)?;
     // A packet for a QP that is gone is lost, as on the wire.
@@ -240,6 +243,14 @@ fn complete_ready(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, g: &mut QpInner)
             let _ = s.send_wc(&f.wc);
         }
         if f.wc.status != status::SUCCESS {
+            rrxe_dbg!(
+                d,
+                Site::Err,
+                "qp {:#x}: wr_id {:#x} failed with status {}, to ERR",
+                s.qpn,
+                f.wc.wr_id,
+                f.wc.status
+            );
             to_err(s, rc, g);
             return;
         }
@@ -249,10 +260,30 @@ fn complete_ready(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, g: &mut QpInner)
     }
 }
 
+/// Counts packet `p` for QP `s`, dropped for the reason `c` (`why`), and
+/// prints the debug line of `site`.
+fn dropped(d: &RrxeDev, s: &QpShared, p: &RcPkt<'_>, c: Counter, site: Site, why: &str) {
+    debug::dropped(
+        d,
+        c,
+        site,
+        format_args!(
+            "{why}: opcode {:#x} psn {:#x} to qp {:#x} from {}",
+            p.opcode,
+            p.psn,
+            s.qpn,
+            Gid(&p.sgid)
+        ),
+    );
+}
+
 /// An RC packet from the wire (checked by `net::rx`).
 pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
     let d = dev.data();
-    let Some(qp) = d.qp(p.bth.dqpn) else { return };
+    let Some(qp) = d.qp(p.bth.dqpn) else {
+        net::no_qp(d, p);
+        return;
+    };
     let be32 = |o: Option<usize>, n: usize| {
         o.and_then(|o| p.udp.get(o..o + n))
             .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))

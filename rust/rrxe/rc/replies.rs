@@ -308,11 +308,17 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
             // netdev's): lost, as a packet dropped on the way; the
             // requester's retransmit timer asks again.
             (Err(e), Some(r)) if e == EMSGSIZE => abandon(&mut s.rc.resp.lock(), r.first),
-            (Err(_), Some(r)) => {
-                // The memory went away (a window invalidated, say): the
-                // requester learns it from a NAK.
+            (Err(e), Some(r)) => {
+                // The memory went away (a window invalidated, say), or the
+                // responder's owner has no memory left for the packet (its
+                // cgroup is full): the requester learns it from a NAK.
                 abandon(&mut s.rc.resp.lock(), r.first);
-                let syn = Syndrome::Nak(Nak::RemAccess);
+                let nak = if e == ENOMEM {
+                    Nak::RemOp
+                } else {
+                    Nak::RemAccess
+                };
+                let syn = Syndrome::Nak(nak);
                 let nak = reply_pkt(&a, op::ACK, r.psn, Some((syn, r.msn)));
                 let _ = emit(dev, s, &a, &nak, &[], &mut buf);
             }

@@ -89,7 +89,7 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>, time: &mut RunBudget) -> Result 
         (rc.elem, rc.win.mask + 1)
     };
     let slot = &mut bufs.wqe;
-    size_slot(slot, elem)?;
+    size_slot(s, slot, elem)?;
     let mut receive = false;
     loop {
         crate::ib::cond_resched();

@@ -20,9 +20,12 @@ use crate::logic::{
     wqe,
 };
 use crate::rrxe::{
+    debug::{self, Site},
     device::{Rrxe, RrxeDev},
+    net::Gid,
     qp::QpShared,
 };
+use crate::rrxe_dbg;
 use kernel::sync::Arc;
 
 pub(super) use crate::logic::readresp::ReadResp;
@@ -45,26 +48,49 @@ pub(super) enum Reply {
 
 /// Takes a request packet for QP `s`.
 pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
+    let d = dev.data();
+    let refuse = |c, site, why: &str| super::dropped(d, s, p, c, site, why);
     if s.ty != QpType::Rc {
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
         return;
     }
     let Some((req, pos)) = rc::classify_req(p.opcode) else {
+        refuse(Counter::RcvdHdrErr, Site::DropHdr, "not an RC request");
         return;
     };
-    let d = dev.data();
     let pending = {
         let mut rc = s.rc.resp.lock();
         if s.is_dead() {
+            refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
             return;
         }
         // Read under `resp`, which a move to RESET holds while it changes the
         // state and clears the transport's: never stale state for a QP
         // being reset.
         let Some(a) = s.responder_attrs(&p.sgid, &p.dgid) else {
+            refuse(
+                Counter::RcvdUnknownQp,
+                Site::DropQp,
+                "QP not receiving, or not from its peer",
+            );
             return;
         };
         let reply = match rc::check_psn(p.psn, rc.epsn) {
-            PsnCheck::Ahead => ahead(d, &mut rc),
+            PsnCheck::Ahead => {
+                let e = rc.epsn;
+                debug::dropped(
+                    d,
+                    Counter::RcvdPsnErr,
+                    Site::DropPsn,
+                    format_args!(
+                        "request psn {:#x} ahead of {e:#x}: qp {:#x} from {}",
+                        p.psn,
+                        s.qpn,
+                        Gid(&p.sgid)
+                    ),
+                );
+                ahead(d, &mut rc)
+            }
             PsnCheck::Duplicate => {
                 d.count(Counter::DupReq, 1);
                 duplicate(&mut rc, &a, p, req)
@@ -73,7 +99,23 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                 rc.nak_sent = false;
                 match execute(d, s, &mut rc, &a, p, req, pos) {
                     Ok(r) => r,
-                    Err((nak, st)) => fail(s, &mut rc, p, nak, st),
+                    Err((nak, st)) => {
+                        rrxe_dbg!(
+                            d,
+                            Site::NakSent,
+                            "qp {:#x}: {nak:?} NAK for psn {:#x}",
+                            s.qpn,
+                            p.psn
+                        );
+                        rrxe_dbg!(
+                            d,
+                            Site::Err,
+                            "qp {:#x}: request psn {:#x} failed ({nak:?}), receive status {st}, to ERR",
+                            s.qpn,
+                            p.psn
+                        );
+                        fail(s, &mut rc, p, nak, st)
+                    }
                 }
             }
         };
@@ -97,6 +139,12 @@ fn ahead(d: &RrxeDev, rc: &mut RespState) -> Reply {
     }
     rc.nak_sent = true;
     d.count(Counter::OutOfSeqReq, 1);
+    rrxe_dbg!(
+        d,
+        Site::NakSent,
+        "sequence NAK, expecting psn {:#x}",
+        rc.epsn
+    );
     Reply::Ack {
         psn: rc.epsn,
         syn: Syndrome::Nak(Nak::Seq),

@@ -154,6 +154,11 @@ fn reply_slots(n: usize, gfp: kernel::alloc::Flags) -> Result<KVec<Option<Reply>
 }
 
 impl ReqState {
+    /// What [`Self::new`] allocates for `slots` slots of `elem` bytes.
+    pub fn bytes(slots: usize, elem: usize) -> usize {
+        slots.saturating_mul(elem.saturating_add(core::mem::size_of::<Option<Flight>>()))
+    }
+
     /// State for a QP whose send ring has `slots` slots of `elem` bytes
     /// (none for other transports), allocated with `gfp`.
     pub fn new(slots: usize, elem: usize, gfp: kernel::alloc::Flags) -> Result<Self> {
@@ -242,15 +247,16 @@ impl ReqState {
 }
 
 impl RespState {
-    /// A responder's state, allocated with `gfp`.
-    pub fn new(gfp: kernel::alloc::Flags) -> Result<Self> {
+    /// A responder's state, allocated with `gfp`, its buffer for receive
+    /// WQEs `recv` bytes long (allocated now, not by the receive path).
+    pub fn new(gfp: kernel::alloc::Flags, recv: usize) -> Result<Self> {
         Ok(Self {
             epsn: 0,
             msn: 0,
             nak_sent: false,
             msg: None,
             held: None,
-            spare: KVec::new(),
+            spare: KVec::from_elem(0u8, recv, gfp)?,
             offset: 0,
             write: None,
             res: KVec::new(),
@@ -295,12 +301,12 @@ impl RespState {
     }
 
     /// Sizes the responder resources (`max_dest_rd_atomic`).
-    pub fn set_dest_rd_atomic(&mut self, n: u8) -> Result {
+    pub fn set_dest_rd_atomic(&mut self, n: u8, gfp: kernel::alloc::Flags) -> Result {
         let n = (n as usize).max(1).next_power_of_two();
         if self.res.len() != n {
             let mut v = KVec::new();
-            v.resize(n, None, GFP_KERNEL)?;
-            self.replies = Fifo::new(reply_slots(n, GFP_KERNEL)?);
+            v.resize(n, None, gfp)?;
+            self.replies = Fifo::new(reply_slots(n, gfp)?);
             self.res = v;
             self.res_next = 0;
         }

@@ -15,7 +15,8 @@ use crate::logic::{
     rc::Backoff,
     uc::psn_add,
 };
-use crate::rrxe::{device::Rrxe, qp::QpShared};
+use crate::rrxe::{debug::Site, device::Rrxe, qp::QpShared};
+use crate::rrxe_dbg;
 use kernel::{
     sync::Arc,
     time::{hrtimer::HrTimerPointer, Delta},
@@ -144,8 +145,20 @@ pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
             rc.win.resume_at(cons, k, psn_add(x, 1));
         }
         d.count(Counter::CompRetry, 1);
+        rrxe_dbg!(
+            d,
+            Site::Retry,
+            "qp {:#x}: retransmit timer, resending",
+            s.qpn
+        );
     } else {
         d.count(Counter::RetryExceeded, 1);
+        rrxe_dbg!(
+            d,
+            Site::Retry,
+            "qp {:#x}: retransmit timer, retries exhausted",
+            s.qpn
+        );
         rc.deadline = Deadline::Off;
         complete_ready(d, s, &mut rc, &mut g);
     }

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Whose memory cgroup pays for an object's allocations.
+//!
+//! What a user's verbs make the kernel allocate is the user's memory: an
+//! object a process creates keeps a [`Charge`] naming that process's memory
+//! cgroup, and every allocation made for the object allocates through it,
+//! with `GFP_KERNEL_ACCOUNT` inside the cgroup's charging scope
+//! (`set_active_memcg`). The scope matters for memory an object allocates
+//! later, in whatever context then runs: a packet buffer that grows in the
+//! receive thread, or in another process's doorbell, is charged to the
+//! object's owner, not to that thread (which has no cgroup) nor to that
+//! process. A kernel consumer's objects are the kernel's: [`Charge::kernel`]
+//! allocates with plain `GFP_KERNEL`.
+//!
+//! Past the cgroup's limit a user's allocation fails with `ENOMEM`; it
+//! never calls the cgroup's OOM killer, which a plain `GFP_KERNEL_ACCOUNT`
+//! charge would (Rust's allocation flags cannot say `__GFP_RETRY_MAYFAIL`).
+//! So each charged allocation first makes sure of the room it needs
+//! ([`Charge::room`], `rust/bindings/memcg.c`).
+
+use super::bindings;
+use core::ptr::NonNull;
+use kernel::{
+    alloc::{flags, Flags},
+    error::to_result,
+    prelude::*,
+};
+
+/// Room a verb asks for beyond what it says it allocates: an object's
+/// small allocations beside its big one, the VMA and page table of the
+/// mapping that follows a ring, a QP's kernel socket.
+const SLACK: usize = 16 * 1024;
+
+/// Room a buffer growing later asks for beyond its size: the slab's
+/// rounding.
+const ROUNDING: usize = kernel::page::PAGE_SIZE;
+
+/// The memory cgroup an object's allocations are charged to.
+///
+/// # Invariants
+///
+/// `memcg`, when set, holds a reference to a memory cgroup.
+pub struct Charge {
+    memcg: Option<NonNull<bindings::mem_cgroup>>,
+}
+
+// SAFETY: The reference may be dropped, and the cgroup entered, from any
+// thread.
+unsafe impl Send for Charge {}
+// SAFETY: `&Charge` only enters the cgroup, which any thread may do.
+unsafe impl Sync for Charge {}
+
+impl Charge {
+    /// The calling process's cgroup: for an object a user creates.
+    pub fn current() -> Self {
+        // SAFETY: No preconditions; a non-null result holds a reference,
+        // which `Drop` releases.
+        let memcg = NonNull::new(unsafe { bindings::rrxe_memcg_get() });
+        // INVARIANT: see above.
+        Self { memcg }
+    }
+
+    /// No cgroup: a kernel consumer's object.
+    pub fn kernel() -> Self {
+        Self { memcg: None }
+    }
+
+    /// The caller's cgroup for a user's object (`user`), none otherwise.
+    pub fn for_user(user: bool) -> Self {
+        if user {
+            Self::current()
+        } else {
+            Self::kernel()
+        }
+    }
+
+    /// Whether allocations are charged (a user's object).
+    pub fn accounts(&self) -> bool {
+        self.memcg.is_some()
+    }
+
+    /// The flags this object allocates with, for allocations made in the
+    /// creating process's own call, after [`Self::room`] (inside
+    /// [`Self::run`] elsewhere).
+    pub fn gfp(&self) -> Flags {
+        if self.memcg.is_some() {
+            flags::GFP_KERNEL_ACCOUNT
+        } else {
+            flags::GFP_KERNEL
+        }
+    }
+
+    /// Runs `f`, which allocates up to about `bytes` with the flags it is
+    /// given, charging that to this object's cgroup whatever the context;
+    /// `ENOMEM` instead when the cgroup lacks the room (see the module's
+    /// doc). Process context; may sleep.
+    pub fn run<R>(&self, bytes: usize, f: impl FnOnce(Flags) -> Result<R>) -> Result<R> {
+        self.scoped(bytes.saturating_add(ROUNDING), f)
+    }
+
+    /// `ENOMEM` unless the cgroup has room for about `bytes` more: for
+    /// the allocations of a user's verb that follow, in its own call
+    /// (with [`Self::gfp`]).
+    pub fn room(&self, bytes: usize) -> Result {
+        self.scoped(bytes.saturating_add(SLACK), |_| Ok(()))
+    }
+
+    /// [`Self::run`] with `room` bytes of room asked for.
+    fn scoped<R>(&self, room: usize, f: impl FnOnce(Flags) -> Result<R>) -> Result<R> {
+        let Some(m) = self.memcg else {
+            return f(flags::GFP_KERNEL);
+        };
+        // SAFETY: `m` is referenced (type invariant) for as long as this
+        // scope, which ends below.
+        let old = unsafe { bindings::rrxe_memcg_enter(m.as_ptr()) };
+        // SAFETY: Process context (the caller's promise); no preconditions.
+        let r = to_result(unsafe { bindings::rrxe_memcg_room(room) })
+            .and_then(|()| f(flags::GFP_KERNEL_ACCOUNT));
+        // SAFETY: Restores the scope that was active before ours.
+        unsafe { bindings::rrxe_memcg_leave(old) };
+        r
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if let Some(m) = self.memcg {
+            // SAFETY: Releases the reference taken in `current`.
+            unsafe { bindings::rrxe_memcg_put(m.as_ptr()) };
+        }
+    }
+}
