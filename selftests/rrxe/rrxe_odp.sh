@@ -58,15 +58,15 @@ check "a stalled page fault holds up only its QP; released, the WRITE and the at
 # fault is released, after the check.
 stalled_delete() {
 	local out=$work/hold pid del rc=0
-	echo 0 >$stall/release
+	echo 0 >"$stall"/release
 	"$bin" $dev stall_hold >"$out" 2>&1 &
 	pid=$!
-	wait_for 30 grep -q stalled "$out" || { cat "$out"; kill -9 $pid; echo 1 >$stall/release; return 1; }
+	wait_for 30 grep -q stalled "$out" || { cat "$out"; kill -9 $pid; echo 1 >"$stall"/release; return 1; }
 	rdma link delete $dev &
 	del=$!
 	wait_for 5 dev_gone $dev || { echo "rrxod0 still there 5 s after rdma link delete, with a fault stalled"; rc=1; }
 	kill -9 $pid
-	echo 1 >$stall/release
+	echo 1 >"$stall"/release
 	wait $pid 2>/dev/null
 	wait $del || rc=1
 	return $rc

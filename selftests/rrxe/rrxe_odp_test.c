@@ -498,6 +498,9 @@ static int stall_write(struct ibv_mr *smr, uint8_t *src, struct ibv_mr *dmr, uin
 	pattern(src, 4096, 5);
 	if (post_rdma(IBV_WR_RDMA_WRITE, smr, src, 4096, dmr, dst, 1))
 		FAIL("post the WRITE into the stalled memory");
+	if (now_ms() > end - WAIT_MS + STALL_MS)
+		FAIL("ibv_post_send of the WRITE into the stalled memory took %ld ms: the doorbell waited for the fault",
+		     now_ms() - (end - WAIT_MS));
 	while (stall_count("waiting") + stall_count("nowait") == before)
 		if (now_ms() > end)
 			FAIL("the WRITE never reached the stalled memory's fault");
