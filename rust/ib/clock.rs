@@ -5,8 +5,7 @@
 //! tick, read from memory). Deadlines that are restarted with every packet
 //! (a retransmit timer) need no better than a tick, and reading the
 //! clocksource for each packet costs: under a hypervisor that falls back
-//! to an emulated HPET, a read is a trap into the emulator (5% of a
-//! doorbell's time in rrxe's ping-pong, measured).
+//! to an emulated HPET, a read is a trap into the emulator.
 //!
 //! The coarse reading lags the exact one by about a tick, but by more when
 //! the tick itself is late (a busy host under an emulator): it is not a

@@ -73,8 +73,8 @@ impl Backend for Slice8 {
     // to a page (`rrxe::net`), so that its loop never spans two pages.
     // QEMU's TCG never chains to a translated block that spans two guest
     // pages: such a loop body returns to QEMU's block lookup on every
-    // 8-byte step. Inlined into the ICRC across a page boundary, this loop
-    // took 2.3 times as long per packet in a stream.
+    // 8-byte step, which inlined into the ICRC across a page boundary it
+    // would.
     #[inline(never)]
     #[link_section = ".text.rrxe_crc"]
     fn crc32_le(mut crc: u32, data: &[u8]) -> u32 {
@@ -123,9 +123,8 @@ const SPARSE_SPAN: usize = 300;
 
 /// Below this many bytes, [`Sparse`] hands the whole update to
 /// [`Slice8`]. The fold needs 38 bytes at least (its arithmetic), and
-/// under TCG it overtook slice-by-8 between 80 and 96 bytes (in guest
-/// user space, best of 3000: 416 against 390 cycles at 80, 442 against
-/// 468 at 96).
+/// below about this length its setup costs more than slice-by-8's loads
+/// save.
 const SPARSE_MIN: usize = 96;
 
 /// Folds the next 8-byte word `w` into the debts `k` of the word and the
