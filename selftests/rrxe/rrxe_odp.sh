@@ -51,7 +51,7 @@ check "SEND gathered from and scattered into ODP MRs after MADV_DONTNEED" t send
 check "FETCH_AND_ADD and CMP_AND_SWP on dropped ODP words, results into a dropped ODP MR" t atomic
 check "ibv_advise_mr: each advice, with and without FLUSH, returns 0; a bad lkey fails EINVAL" t advise
 check "an ODP MR of an exited process: an RDMA WRITE into it fails with a remote access error" t gone
-check "a stalled page fault holds up only its QP; released, the WRITE and the atomic land" t stall
+check "a stalled page fault holds up only its QP; released, the WRITE, the atomic and the READ complete" t stall
 
 # The device is deleted while a WRITE's fault is stalled. The deletion
 # runs in the background: one that waits for the fault ends only once the

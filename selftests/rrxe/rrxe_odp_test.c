@@ -27,11 +27,13 @@
  *   stall    an ODP MR over memory whose page faults wait until released
  *            (/dev/rrxe_stall of the rrxe_stall_test module, a stand-in
  *            for a file system whose server stopped answering): an RDMA
- *            WRITE and a FETCH_AND_ADD into it reach the stalled fault;
+ *            WRITE and a FETCH_AND_ADD into it reach the stalled fault,
+ *            and an RDMA READ of it is posted from a third QP;
  *            meanwhile 16 SENDs between two other QPs of the device
  *            must each complete within STALL_MS, a stalled fault holding
  *            up only its own QP. Released, the WRITE and the atomic
- *            complete, their data in the memory.
+ *            complete, their data in the memory, and the READ (sent
+ *            again by its requester) completes with the memory's bytes.
  *   stall_hold  the WRITE of `stall`, then "stalled" on stdout once its
  *            fault is reached, and a wait to be killed (the caller deletes
  *            the device meanwhile)
@@ -100,7 +102,8 @@ static int expect(const char *what, uint64_t id, enum ibv_wc_status st)
 	return 0;
 }
 
-static int connect_qp(struct ibv_qp *q, uint32_t peer)
+/* Connects `q` to QP `peer`, with `timeout` as its local ACK timeout. */
+static int connect_qp_timeout(struct ibv_qp *q, uint32_t peer, uint8_t timeout)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
@@ -127,7 +130,7 @@ static int connect_qp(struct ibv_qp *q, uint32_t peer)
 		FAIL("QP to RTR: %s", strerror(ret));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 4;
@@ -136,6 +139,11 @@ static int connect_qp(struct ibv_qp *q, uint32_t peer)
 	if (ret)
 		FAIL("QP to RTS: %s", strerror(ret));
 	return 0;
+}
+
+static int connect_qp(struct ibv_qp *q, uint32_t peer)
+{
+	return connect_qp_timeout(q, peer, 14);
 }
 
 static int setup(const char *dev)
@@ -514,10 +522,10 @@ static int stall_run(void)
 	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = 16, .max_recv_wr = 16,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
-	uint8_t *dst, *src = malloc(4096 + 8), *buf = malloc(2 * 4096);
+	uint8_t *dst, *src = malloc(4096 + 8), *buf = malloc(3 * 4096);
 	struct ibv_mr *dmr = stall_buf(&dst), *smr, *bmr;
-	struct ibv_cq *cq2 = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	struct ibv_qp *qc, *qd;
+	struct ibv_cq *cq2 = ibv_create_cq(ctx, 64, NULL, NULL, 0), *cq3;
+	struct ibv_qp *qc, *qd, *qe, *qf;
 	struct ibv_wc wc;
 	uint64_t got;
 	int n = 0;
@@ -525,7 +533,7 @@ static int stall_run(void)
 	if (!dmr || !src || !buf || !cq2)
 		FAIL("the stalled memory's ODP MR, buffers or CQ: %s", strerror(errno));
 	smr = ibv_reg_mr(pd, src, 4096 + 8, IBV_ACCESS_LOCAL_WRITE);
-	bmr = ibv_reg_mr(pd, buf, 2 * 4096, IBV_ACCESS_LOCAL_WRITE);
+	bmr = ibv_reg_mr(pd, buf, 3 * 4096, IBV_ACCESS_LOCAL_WRITE);
 	ia.send_cq = ia.recv_cq = cq2;
 	qc = ibv_create_qp(pd, &ia);
 	qd = ibv_create_qp(pd, &ia);
@@ -534,6 +542,28 @@ static int stall_run(void)
 	if (stall_write(smr, src, dmr, dst) ||
 	    post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, smr, src + 4096, dmr, dst + 8192, 7, 0, 2))
 		return 1;
+	/* A READ of the stalled memory from a third QP, whose requester asks
+	 * again every second or so (timeout 18) until it gets an answer. */
+	cq3 = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	ia.send_cq = ia.recv_cq = cq3;
+	qe = cq3 ? ibv_create_qp(pd, &ia) : NULL;
+	qf = cq3 ? ibv_create_qp(pd, &ia) : NULL;
+	if (!qe || !qf || connect_qp_timeout(qe, qf->qp_num, 18) || connect_qp(qf, qe->qp_num))
+		FAIL("the third QP pair");
+	memset(buf + 8192, 0xee, 4096);
+	{
+		struct ibv_sge rs = { (uintptr_t)buf + 8192, 4096, bmr->lkey };
+		struct ibv_send_wr rw = { .wr_id = 3, .sg_list = &rs, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .rdma = { (uintptr_t)dst + 4096, dmr->rkey } } }, *rbad;
+		long t0 = now_ms();
+
+		if (ibv_post_send(qe, &rw, &rbad))
+			FAIL("post the READ of the stalled memory");
+		if (now_ms() - t0 > STALL_MS)
+			FAIL("ibv_post_send of the READ of the stalled memory took %ld ms: the doorbell waited for the fault",
+			     now_ms() - t0);
+	}
 	/* The other QPs of the device carry on meanwhile. */
 	for (int i = 0; i < 16; i++) {
 		struct ibv_sge rs = { (uintptr_t)buf + 4096, 4096, bmr->lkey };
@@ -570,7 +600,22 @@ static int stall_run(void)
 	memcpy(&got, dst + 8192, 8);
 	if (got != 7)
 		FAIL("the FETCH_AND_ADD left %llu in the released memory, expected 7", (unsigned long long)got);
-	printf("stall: 16 SENDs of another QP pair completed while the fault waited; released, the WRITE and the atomic landed\n");
+	{
+		long end = now_ms() + WAIT_MS;
+
+		while (!(n = ibv_poll_cq(cq3, 1, &wc)))
+			if (now_ms() > end)
+				FAIL("the READ of the released memory did not complete within %d ms", WAIT_MS);
+			else
+				usleep(1000);
+		if (n < 0 || wc.wr_id != 3 || wc.status != IBV_WC_SUCCESS)
+			FAIL("the READ of the released memory completed with %s", ibv_wc_status_str(wc.status));
+		for (int i = 0; i < 4096; i++)
+			if (buf[8192 + i] != dst[4096 + i])
+				FAIL("the READ of the released memory: byte %d is 0x%02x, the memory has 0x%02x", i,
+				     buf[8192 + i], dst[4096 + i]);
+	}
+	printf("stall: 16 SENDs of another QP pair completed while the fault waited; released, the WRITE and the atomic landed and the READ got the memory\n");
 	return 0;
 }
 
