@@ -97,6 +97,11 @@ impl Packet {
                 if out.is_empty() {
                     return Ok(());
                 }
+                // A read response never waits for an ODP page fault (it may
+                // be sent from the receive path, or from a task that the
+                // QP's destruction waits for): `EAGAIN` abandons the
+                // response, and the requester asks again (see
+                // `rc::replies::pump`).
                 mr::copy_by_key(
                     d,
                     rkey,
@@ -105,7 +110,7 @@ impl Packet {
                     access::REMOTE_READ,
                     va,
                     Copy::From(out),
-                    Fault::Wait,
+                    Fault::NoWait,
                 )
             }
         }

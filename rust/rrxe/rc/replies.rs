@@ -185,8 +185,9 @@ fn next(rc: &mut RespState, a: &QpAttrs) -> Option<(Packet, Option<ReadAt>)> {
     }
 }
 
-/// Drops the read response for the read at `first` (its memory failed, or
-/// its packets are too big for the route), if it is still queued first.
+/// Drops the read response for the read at `first` (its memory failed or
+/// is not ready, or its packets are too big for the route), if it is still
+/// queued first.
 fn abandon(rc: &mut RespState, first: u32) {
     if let Some(Reply::Read(r)) = rc.replies.front_mut() {
         if r.psn == first {
@@ -308,6 +309,11 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
             // netdev's): lost, as a packet dropped on the way; the
             // requester's retransmit timer asks again.
             (Err(e), Some(r)) if e == EMSGSIZE => abandon(&mut s.rc.resp.lock(), r.first),
+            // On-demand memory whose page is not ready: its fault was
+            // started, and the requester's retransmit timer asks again,
+            // by when it is done (a stalled fault holds up no more than
+            // this read).
+            (Err(e), Some(r)) if e == EAGAIN => abandon(&mut s.rc.resp.lock(), r.first),
             (Err(e), Some(r)) => {
                 // The memory went away (a window invalidated, say), or the
                 // responder's owner has no memory left for the packet (its
