@@ -31,7 +31,15 @@
 #                                         kernel (KASAN, lockdep, kmemleak)
 # make test-debug                         all the selftests on the debug kernel
 #                                         (about 80 min)
-# make test-all                           both
+# make test-all                           both, and make blktests
+# make blktests                           blktests' nvme group (over
+#                                         NVMe/RDMA) and srp group,
+#                                         unmodified, on siw, rdma_rxe and
+#                                         rrxe in drop-in mode, in one
+#                                         guest; prints a table of each
+#                                         test on each driver
+#                                         (tools/blktests; BLKTESTS_DIR
+#                                         names a blktests clone)
 # make bench                              the loopback bench (tools/bench), then
 #                                         the wire bench (tools/bench --wire:
 #                                         two namespaces over a veth, 5 reps
@@ -56,7 +64,7 @@ TOOLS := $(CURDIR)/tools
 SHELL := /bin/bash
 
 .PHONY: all modules install install-dropin uninstall setup lint run test test-debug test-all \
-	clean kernel debug-kernel bench
+	clean kernel debug-kernel bench blktests
 
 all: modules
 
@@ -127,6 +135,9 @@ test-debug: setup
 
 test-all: setup
 	$(TOOLS)/run-tests --all
+
+blktests: setup
+	$(TOOLS)/blktests
 
 # The wire bench's guest gets BENCH_TIMEOUT seconds (default 6 hours).
 # The bench measures the module users build, without the selftests' hooks.
