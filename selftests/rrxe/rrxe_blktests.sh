@@ -8,7 +8,8 @@
 # must have held (rrxe answered `modprobe rdma_rxe`, rdma_rxe never came
 # in), rrxe must unload, and the kernel must have logged no report.
 # `make blktests` runs the whole of the nvme and srp groups on siw,
-# rdma_rxe and rrxe.
+# rdma_rxe and rrxe. Needs the blktests kernel:
+#   tools/guest --blktests -- selftests/rrxe/run.sh rrxe_blktests.sh
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
