@@ -17,6 +17,7 @@ pub mod params;
 pub mod pd;
 pub mod pool;
 pub mod qp;
+pub mod qp_destroy;
 pub mod qp_flush;
 pub mod qp_modify;
 pub mod queue;

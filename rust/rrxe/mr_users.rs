@@ -142,10 +142,9 @@ impl Drop for MrRef {
         let users: *const Users = &self.0.users;
         // SAFETY: Dropped once, here; not used again.
         unsafe { core::mem::ManuallyDrop::drop(&mut self.0) };
-        // SAFETY: This access is still counted, so the MR's deregistration
-        // has not returned, and the core's reference (dropped only after it
-        // returns) keeps the MR alive: the reference dropped above was not
-        // the last one.
+        // The access is still counted: the deregistration has not returned,
+        // so the core's reference (dropped after it) keeps the MR alive.
+        // SAFETY: `users` is in that live MR; the dropped reference was not the last.
         unsafe { (*users).leave() };
     }
 }

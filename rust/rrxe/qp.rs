@@ -36,7 +36,7 @@ use crate::rrxe::rc::{RcLocks, ReqState, RespState};
 use crate::rrxe::uc::UcRx;
 use crate::rrxe::{
     cq::{self, CqShared},
-    device::{Rrxe, RrxeDev},
+    device::Rrxe,
     queue::{MmapInfo, Role, UserRing},
     sq::SendBufs,
     srq::SrqShared,
@@ -229,6 +229,11 @@ impl QpShared {
         self.timer_fired.load(Ordering::Acquire) && self.timer_fired.swap(false, Ordering::AcqRel)
     }
 
+    /// Marks the QP as being destroyed (see `RrxeQp::destroy`).
+    pub(crate) fn mark_dead(&self) {
+        self.dead.store(true, Ordering::Release);
+    }
+
     /// Whether the QP is being destroyed.
     pub fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire)
@@ -303,73 +308,12 @@ pub struct RrxeQp {
     pub shared: Arc<QpShared>,
 }
 
-impl Drop for RrxeQp {
-    /// The gate's reference to the QP goes with the core's (`destroy`
-    /// has closed it already, unless the QP never got that far).
-    fn drop(&mut self) {
-        if let Some(g) = &self.shared.gate {
-            g.close();
-        }
-    }
-}
-
 impl GateOwner for QpShared {
     /// Fewer of the QP's packets are out: the requester may go on.
     fn wake(this: ArcBorrow<'_, Self>) {
         if !this.is_dead() {
             Arc::from(this).kick();
         }
-    }
-}
-
-impl RrxeQp {
-    /// `destroy_qp`: everything tied to the user context or the device
-    /// goes here, not with the last reference. A peer's transport may hold
-    /// the QP a while longer (a local sender for the rest of a message); it
-    /// then finds a dead QP with empty, inert rings.
-    fn destroy(&self, d: &RrxeDev) {
-        let s = &self.shared;
-        // Unlinked first, so that no lookup (the receive work, a local
-        // sender) finds it again; the table's reference is dropped here,
-        // outside the table's lock.
-        let unlinked = if s.qpn == GSI_QPN {
-            d.gsi().lock().take()
-        } else {
-            d.qp_live().set(s.qpn, false);
-            d.qp_pool().remove(s.qpn)
-        };
-        drop(unlinked);
-        s.dead.store(true, Ordering::Release);
-        // Every completion is posted under its CQ's lock after a look at
-        // `dead` (`cq::post`): once both locks were taken here, none of this
-        // QP's is posted, whoever holds the QP (a datagram delivered from
-        // another QP's doorbell holds none of the locks waited on below),
-        // and the core may free the handle its completions carry.
-        cq::fence(&s.send_cq);
-        cq::fence(&s.recv_cq);
-        // Transport work already under way on this QP holds one of these
-        // locks and looks at `dead` under it: wait it out. The timer holds
-        // a reference to the QP and is never started again once it is dead.
-        drop(s.send_lock.lock());
-        // No wake from the stack after this; packets still out keep the
-        // gate, not the QP.
-        if let Some(g) = &s.gate {
-            g.close();
-        }
-        let held = s.uc_rx.lock().held.take();
-        let rc_held = s.rc.resp.lock().release();
-        let timer = s.rc.req.lock().take_timer();
-        drop(timer);
-        // The rings go back to the user context now, under the lock that
-        // every access takes, and are freed outside it.
-        let (sq, rq) = {
-            let mut g = s.inner.lock();
-            g.attrs.state = QpState::Reset;
-            (g.sq.release(), g.rq.as_mut().map(UserRing::release))
-        };
-        drop((sq, rq, held, rc_held));
-        // Queued send tasks run out before the device may go.
-        crate::ib::net::flush_queue();
     }
 }
 

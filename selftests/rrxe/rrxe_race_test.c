@@ -469,6 +469,16 @@ static long hook_hits(void)
 	return n;
 }
 
+/* Waits up to WAIT_MS for a hold after the count `hits`: 1 held, 0 not. */
+static int held_since(long hits)
+{
+	long end = now_ms() + WAIT_MS;
+
+	while (hook_hits() == hits && now_ms() < end)
+		usleep(1000);
+	return hook_hits() != hits;
+}
+
 struct held_op {
 	struct pair *p;
 	struct ibv_mr *lmr;
@@ -505,7 +515,7 @@ static int mode_mw_rebind(void)
 	enum ibv_wc_status st;
 	uint32_t old_key;
 	struct pair p;
-	long hits, end;
+	long hits;
 	pthread_t t;
 
 	if (!mem || !saved || !lbuf || !mw || !lmr || !mr)
@@ -534,10 +544,7 @@ static int mode_mw_rebind(void)
 		FAIL("pthread_create");
 	}
 	/* The atomic found the window and is held before it looks at the binding. */
-	end = now_ms() + WAIT_MS;
-	while (hook_hits() == hits && now_ms() < end)
-		usleep(1000);
-	if (hook_hits() == hits) {
+	if (!held_since(hits)) {
 		hook_set("test_hold_site", "0");
 		pthread_join(t, NULL);
 		FAIL("the atomic through rkey 0x%x never reached its key resolution (post: %s)", old_key,
@@ -808,7 +815,7 @@ static int mode_dm_exit(void)
 	struct dm_read r = { 0 };
 	int to_owner[2], from_owner[2];
 	uint32_t msg[2];
-	long hits, end, held_ms;
+	long hits, held_ms;
 	pthread_t t;
 	pid_t pid;
 	char ok;
@@ -848,10 +855,7 @@ static int mode_dm_exit(void)
 		hook_set("test_hold_site", "0");
 		FAIL("pthread_create");
 	}
-	end = now_ms() + WAIT_MS;
-	while (hook_hits() == hits && now_ms() < end)
-		usleep(1000);
-	if (hook_hits() == hits) {
+	if (!held_since(hits)) {
 		hook_set("test_hold_site", "0");
 		kill(pid, SIGKILL);
 		pthread_join(t, NULL);
