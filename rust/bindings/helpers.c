@@ -178,6 +178,7 @@ static const struct rdma_stat_desc rrxe_counter_descs[] = {
 	[RRXE_CNT_RCVD_QUEUE_FULL].name = "rcvd_queue_full",
 	[RRXE_CNT_OUT_OF_BUFFER].name = "out_of_buffer",
 	[RRXE_CNT_SEND_NO_ROUTE].name = "send_no_route",
+	[RRXE_CNT_ODP_FAULT_DEFERRED].name = "odp_fault_deferred",
 };
 static_assert(ARRAY_SIZE(rrxe_counter_descs) == RRXE_NUM_COUNTERS);
 

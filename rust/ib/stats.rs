@@ -68,6 +68,12 @@ pub enum Counter {
     OutOfBuffer = bindings::rrxe_hw_counter_RRXE_CNT_OUT_OF_BUFFER,
     /// Packets not sent for want of a route.
     SendNoRoute = bindings::rrxe_hw_counter_RRXE_CNT_SEND_NO_ROUTE,
+    /// Packets or sends held back because on-demand memory they need was
+    /// not resident, and the path that met it does not wait for a page
+    /// fault: a UD or UC packet dropped, an RC request answered with an
+    /// RNR NAK, a read response or atomic result asked for again, a send
+    /// paused.
+    OdpFaultDeferred = bindings::rrxe_hw_counter_RRXE_CNT_ODP_FAULT_DEFERRED,
 }
 
 /// Number of counters.

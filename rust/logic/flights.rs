@@ -302,6 +302,12 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         (cons.wrapping_add(k) & self.mask) as usize
     }
 
+    /// Which WQE from consumer index `cons` slot `i` holds (the inverse of
+    /// [`Self::slot_of`]).
+    pub fn index_of(&self, cons: u32, i: usize) -> u32 {
+        (i as u32).wrapping_sub(cons) & self.mask
+    }
+
     /// Whether no more WQEs may be taken.
     pub fn full(&self) -> bool {
         self.taken >= self.mask
@@ -463,6 +469,15 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
             }
             *left -= 1;
         }
+        self.restart(cons, k);
+        true
+    }
+
+    /// Sends the `k`-th WQE from consumer index `cons` again, and those
+    /// after it, without spending a retry: what the requester itself could
+    /// not place or gather (on-demand memory not resident) was not the
+    /// peer's or the network's failing.
+    pub fn restart(&mut self, cons: u32, k: u32) {
         self.rewind(cons, k);
         // A read or atomic now waits for the answer to its retry: the rest
         // of the old answer, still on its way, starts no second retry (as
@@ -472,7 +487,6 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
                 self.lost_at = Some(f.next_response_psn());
             }
         }
-        true
     }
 
     /// The first unfinished WQE with packets out (sent, or being sent), by
@@ -605,6 +619,27 @@ mod tests {
             (huge.state, huge.wc.status),
             (FState::Done, status::LOC_LEN_ERR)
         );
+    }
+
+    #[test]
+    fn restart_spends_no_retry() {
+        let mut w = window(8);
+        w.retry_left = 1;
+        take(&mut w, 5, Opcode::Send, 10);
+        send_all(&mut w, 5);
+        take(&mut w, 5, Opcode::RdmaRead, 3000);
+        send_all(&mut w, 5);
+        let i = w.slot_of(5, 1);
+        assert_eq!(w.index_of(5, i), 1);
+        assert_eq!(w.rd_atomic, 1);
+        w.restart(5, 1);
+        let f = w.flights[i].unwrap();
+        assert_eq!((w.retry_left, w.next, w.psn), (1, 1, f.first_psn));
+        assert_eq!((f.state, w.rd_atomic), (FState::Pending, 0));
+        // The rest of the old answer starts no retry of its own.
+        assert_eq!(w.lost_at, Some(f.first_psn));
+        // The SEND before it stays sent.
+        assert_eq!(w.flights[w.slot_of(5, 0)].unwrap().state, FState::Sent);
     }
 
     #[test]

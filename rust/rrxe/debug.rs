@@ -42,6 +42,8 @@ pub enum Site {
     QpState = 13,
     /// A WQE completed with an error.
     Err = 14,
+    /// A packet or send held back for on-demand memory not resident.
+    OdpFault = 15,
 }
 
 impl Site {
@@ -63,6 +65,7 @@ impl Site {
             Self::Rnr => "rnr",
             Self::QpState => "qp_state",
             Self::Err => "err",
+            Self::OdpFault => "odp_fault",
         }
     }
 

@@ -107,8 +107,10 @@ pub struct QpShared {
     /// the buffers a doorbell works in (see [`SendBufs`]).
     #[pin]
     pub send_lock: Mutex<SendBufs>,
-    /// The UC responder's message state. Taken before `inner` when both
-    /// are needed.
+    /// The UC responder's message state; a UD QP's deliveries take it one
+    /// at a time, and keep there (`held`) a receive WQE that a datagram's
+    /// on-demand memory could not take. Taken before `inner` when both are
+    /// needed.
     #[pin]
     pub uc_rx: Mutex<UcRx>,
     /// The reliable transport's state (RC QPs), under its two locks.

@@ -52,7 +52,7 @@ pub(crate) fn check(
 /// are emptied (an SRQ keeps its WQEs), and the transport forgets its
 /// state: the RC requester's window, PSN and timer, the responder's
 /// expected PSN, message in progress, held receive WQE and resources, or
-/// the UC responder's. Then the QP starts afresh from INIT, with new PSNs.
+/// the UC responder's (and a UD QP's held receive WQE). Then the QP starts afresh from INIT, with new PSNs.
 ///
 /// No send queue run is under way meanwhile (the send lock), and the
 /// responders, which look at the state under their transport's lock, see
@@ -63,7 +63,7 @@ pub(crate) fn reset(s: &QpShared, new: &QpAttrs, cur: Option<QpState>, mask: u32
     // nested. RC's responder lock is taken before its requester's.
     let mut resp = (s.ty == QpType::Rc).then(|| s.rc.resp.lock());
     let mut req = (s.ty == QpType::Rc).then(|| s.rc.req.lock());
-    let mut rx = (s.ty == QpType::Uc).then(|| s.uc_rx.lock());
+    let mut rx = (s.ty != QpType::Rc).then(|| s.uc_rx.lock());
     {
         let mut g = s.inner.lock();
         check(s, &g, new, cur, mask)?;

@@ -66,8 +66,10 @@ impl<'a> Gather<'a> {
         Ok(())
     }
 
-    /// Fills `out` with the next bytes, through the lkeys of `pd`.
-    pub(crate) fn read(&mut self, d: &RrxeDev, pd: PdId, out: &mut [u8]) -> Result {
+    /// Fills `out` with the next bytes, through the lkeys of `pd`. `fault`
+    /// says whether on-demand memory may wait for its pages (`EAGAIN` if
+    /// not).
+    pub(crate) fn read(&mut self, d: &RrxeDev, pd: PdId, out: &mut [u8], fault: Fault) -> Result {
         match self.payload {
             Payload::Inline { len } => {
                 let end = self.inline_off.checked_add(out.len()).ok_or(EINVAL)?;
@@ -97,9 +99,7 @@ impl<'a> Gather<'a> {
                     let k = left.min((out.len() - done) as u64) as usize;
                     let at = sge.addr.checked_add(self.off).ok_or(EINVAL)?;
                     let m = mr::lookup_mr(d, sge.lkey, pd, 0, at, k as u64)?;
-                    // A send queue runs in its process's doorbell or its
-                    // QP's own task: a fault holds up only this QP.
-                    m.read(at, &mut out[done..done + k], Fault::Wait)?;
+                    m.read(at, &mut out[done..done + k], fault)?;
                     done += k;
                     self.off += k as u64;
                 }

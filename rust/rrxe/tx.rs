@@ -89,9 +89,12 @@ impl Packet {
                 Ok(())
             }
             Src::Wqe { payload, off } => {
+                // An RC payload never waits for an ODP page fault: the
+                // requester also runs in the receive path, after an ACK.
+                // `EAGAIN` sends it later (see `rc::requester`).
                 let mut g = Gather::new(slot, payload);
                 g.skip(off)?;
-                g.read(d, pd, out)
+                g.read(d, pd, out, Fault::NoWait)
             }
             Src::Key { rkey, va } => {
                 if out.is_empty() {

@@ -199,7 +199,9 @@ fn send_packets(
         let pos = Pos::of(i as u32, n as u32);
         let plen = (m.len - sent).min(mtu as u64) as usize;
         let h = m.headers(pos, psn, a.dest_qp_num);
-        let fill = |b: &mut [u8]| cur.read(d, s.pd, b);
+        // A UC send queue runs in its process's doorbell or its QP's own
+        // task: a fault holds up only this QP.
+        let fill = |b: &mut [u8]| cur.read(d, s.pd, b, Fault::Wait);
         let r = if local {
             tx::local(d, &mut buf[..plen], fill).map(|b| {
                 if let Some(dq) = dst.as_ref() {
@@ -334,6 +336,23 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     }
 }
 
+/// Counts packet `p`, dropped because the on-demand memory it goes to is
+/// not resident and the receive path does not wait for a page fault (one
+/// that never completes would hold up every QP the path serves).
+fn not_resident(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
+    debug::dropped(
+        d,
+        Counter::OdpFaultDeferred,
+        Site::OdpFault,
+        format_args!(
+            "memory not resident: psn {:#x} to qp {:#x} from {} dropped",
+            p.psn,
+            qp.qpn,
+            Gid(&p.sgid)
+        ),
+    );
+}
+
 /// Completes the held receive WQE (taking it) with `st`.
 fn complete_held(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicited: bool) {
     if let Some((slot, _)) = rx.held.take() {
@@ -415,7 +434,22 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
         }
         return false;
     }
-    if scatter_at(d, qp.pd, slot, r.num_sge, rx.offset, p.payload, Fault::Wait).is_err() {
+    // Never waits for an on-demand page: the message is dropped, as a
+    // lost packet would drop it, and the WQE kept for the next.
+    let placed = scatter_at(
+        d,
+        qp.pd,
+        slot,
+        r.num_sge,
+        rx.offset,
+        p.payload,
+        Fault::NoWait,
+    );
+    if placed == Err(EAGAIN) {
+        not_resident(d, qp, p);
+        return false;
+    }
+    if placed.is_err() {
         complete_held(
             d,
             qp,
@@ -487,7 +521,7 @@ fn recv_write(
         let Some(at) = va.checked_add(rx.offset) else {
             return false;
         };
-        if mr::copy_by_key(
+        match mr::copy_by_key(
             d,
             rkey,
             qp.pd,
@@ -495,11 +529,15 @@ fn recv_write(
             access::REMOTE_WRITE,
             at,
             Copy::Into(p.payload),
-            Fault::Wait,
-        )
-        .is_err()
-        {
-            return false;
+            Fault::NoWait,
+        ) {
+            Ok(()) => {}
+            Err(e) => {
+                if e == EAGAIN {
+                    not_resident(d, qp, p);
+                }
+                return false;
+            }
         }
     }
     rx.offset += n;

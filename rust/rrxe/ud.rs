@@ -100,7 +100,12 @@ pub(crate) fn send_one(
         return (wc, true);
     }
     let buf = &mut buf[..len as usize];
-    if Gather::new(slot, w.payload).read(d, s.pd, buf).is_err() {
+    // A UD send queue runs in its process's doorbell or its QP's own
+    // task: a fault holds up only this QP.
+    if Gather::new(slot, w.payload)
+        .read(d, s.pd, buf, Fault::Wait)
+        .is_err()
+    {
         wc.status = status::LOC_PROT_ERR;
         return (wc, true);
     }
@@ -324,7 +329,14 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         refuse(Counter::RcvdHdrErr, Site::DropHdr, "longer than a MAD");
         return;
     }
-    let mut slot = {
+    // One delivery at a time: a receive WQE kept from a datagram that its
+    // memory could not take at once is the next datagram's.
+    let mut rx = qp.uc_rx.lock();
+    if qp.is_dead() {
+        refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
+        return;
+    }
+    let slot = {
         let mut g = qp.inner.lock();
         if !matches!(
             g.attrs.state,
@@ -349,13 +361,24 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
             );
             return;
         }
-        // The QP's buffer, unless another delivery has it (then a new one).
-        core::mem::take(&mut g.ud_spare)
+        // The QP's buffer, unless a receive WQE is kept.
+        if rx.held.is_some() {
+            KVec::new()
+        } else {
+            core::mem::take(&mut g.ud_spare)
+        }
     };
-    let Some(max_sge) = qp.pop_recv(&mut slot) else {
-        give_back(&qp, slot);
-        refuse(Counter::OutOfBuffer, Site::DropNoBuffer, "no receive WQE");
-        return;
+    let (slot, max_sge) = match rx.held.take() {
+        Some(held) => held,
+        None => {
+            let mut slot = slot;
+            let Some(max_sge) = qp.pop_recv(&mut slot) else {
+                give_back(&qp, slot);
+                refuse(Counter::OutOfBuffer, Site::DropNoBuffer, "no receive WQE");
+                return;
+            };
+            (slot, max_sge)
+        }
     };
     let mut wc = Wc {
         wr_id: wqe::wr_id(&slot).unwrap_or(0),
@@ -372,18 +395,38 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         Err(_) => status::LOC_QP_OP_ERR,
         Ok(r) if r.length < total as u64 => status::LOC_LEN_ERR,
         Ok(r) => {
-            match scatter_at(d, qp.pd, &slot, r.num_sge, 0, &grh(dg), Fault::Wait).and_then(|()| {
-                scatter_at(
-                    d,
-                    qp.pd,
-                    &slot,
-                    r.num_sge,
-                    GRH as u64,
-                    dg.payload,
-                    Fault::Wait,
-                )
-            }) {
+            // Never waits for an on-demand page: the datagram is dropped
+            // (as UD allows, and as mlx5 does while it resolves the fault),
+            // and the WQE is kept for the next one.
+            match scatter_at(d, qp.pd, &slot, r.num_sge, 0, &grh(dg), Fault::NoWait).and_then(
+                |()| {
+                    scatter_at(
+                        d,
+                        qp.pd,
+                        &slot,
+                        r.num_sge,
+                        GRH as u64,
+                        dg.payload,
+                        Fault::NoWait,
+                    )
+                },
+            ) {
                 Ok(()) => status::SUCCESS,
+                Err(e) if e == EAGAIN => {
+                    rx.held = Some((slot, max_sge));
+                    debug::dropped(
+                        d,
+                        Counter::OdpFaultDeferred,
+                        Site::OdpFault,
+                        format_args!(
+                            "receive memory not resident: qp {:#x} from {} qp {:#x} dropped",
+                            dg.dqpn,
+                            Gid(&dg.sgid),
+                            dg.sqpn
+                        ),
+                    );
+                    return;
+                }
                 Err(_) => status::LOC_PROT_ERR,
             }
         }

@@ -11,7 +11,10 @@
 # stand-in for a stalled file system) holds up only its own QP: two other
 # QPs of the device keep exchanging messages, the WRITE and the atomic
 # land once it is released, and the device deletes within 5 s while it is
-# stalled. Runs rrxe_odp_test.c against the project's rdma-core 59 userspace
+# stalled. The same holds where UD, UC and an RC requester's own gathers
+# and scatters meet such memory: their doorbells return at once, UD and UC
+# drop what they cannot place (counted in odp_fault_deferred), and the RC
+# operations complete once it is released. Runs rrxe_odp_test.c against the project's rdma-core 59 userspace
 # (tools/rdma-user-env): rdma-core 44's librxe does not pass
 # ibv_advise_mr to the kernel.
 #
@@ -24,7 +27,7 @@ root=$(cd "$dir/../.." && pwd)
 dev=rrxod0
 
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 11
 
 # shellcheck source=tools/rdma-user-env
 . "$root/tools/rdma-user-env" ||
@@ -52,26 +55,30 @@ check "FETCH_AND_ADD and CMP_AND_SWP on dropped ODP words, results into a droppe
 check "ibv_advise_mr: each advice, with and without FLUSH, returns 0; a bad lkey fails EINVAL" t advise
 check "an ODP MR of an exited process: an RDMA WRITE into it fails with a remote access error" t gone
 check "a stalled page fault holds up only its QP; released, the WRITE, the atomic and the READ complete" t stall
+check "UD, UC and the RC requester's own memory stalled: doorbells return, others go on; released, all land" t stall_more
 
-# The device is deleted while a WRITE's fault is stalled. The deletion
-# runs in the background: one that waits for the fault ends only once the
-# fault is released, after the check.
+# The device is deleted while a WRITE's fault (or a SEND's gather) is
+# stalled. The deletion runs in the background: one that waits for the
+# fault ends only once the fault is released, after the check. The device
+# comes back for the next check.
 stalled_delete() {
-	local out=$work/hold pid del rc=0
+	local mode=$1 out=$work/hold pid del rc=0
 	echo 0 >"$stall"/release
-	"$bin" $dev stall_hold >"$out" 2>&1 &
+	"$bin" $dev "$mode" >"$out" 2>&1 &
 	pid=$!
 	wait_for 30 grep -q stalled "$out" || { cat "$out"; kill -9 $pid; echo 1 >"$stall"/release; return 1; }
 	rdma link delete $dev &
 	del=$!
-	wait_for 5 dev_gone $dev || { echo "rrxod0 still there 5 s after rdma link delete, with a fault stalled"; rc=1; }
+	wait_for 5 dev_gone $dev || { echo "$dev still there 5 s after rdma link delete, with a fault stalled"; rc=1; }
 	kill -9 $pid
 	echo 1 >"$stall"/release
 	wait $pid 2>/dev/null
 	wait $del || rc=1
+	link_add $dev rrxtd0 && wait_gid $dev "ffff:10.79.0.1" || { echo "$dev did not come back"; rc=1; }
 	return $rc
 }
-check "the device deletes within 5 s while a fault on its QP's memory is stalled" stalled_delete
+check "the device deletes within 5 s while a fault on its QP's memory is stalled" stalled_delete stall_hold
+check "the device deletes within 5 s while a SEND's gather from stalled memory waits" stalled_delete stall_send_hold
 check "no kernel report (WARN, BUG, KASAN, lockdep, hung task)" no_kernel_report "$mark"
 
 rm -rf "$work"

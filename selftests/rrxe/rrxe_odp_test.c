@@ -37,6 +37,16 @@
  *   stall_hold  the WRITE of `stall`, then "stalled" on stdout once its
  *            fault is reached, and a wait to be killed (the caller deletes
  *            the device meanwhile)
+ *   stall_more  the rest of the stalled memory's encounters: a UD datagram
+ *            and a UC WRITE into it, an RC READ and a FETCH_AND_ADD whose
+ *            local results go to it, and an RC SEND gathered from it. The
+ *            doorbells return at once, 16 SENDs between another pair
+ *            complete meanwhile, and odp_fault_deferred counts. Released,
+ *            the RC operations complete with the right bytes; the UD
+ *            datagram and the UC WRITE were dropped (the UD receive WQE
+ *            kept), and a second datagram and WRITE land.
+ *   stall_send_hold  an RC SEND gathered from stalled memory, then
+ *            "stalled" and a wait to be killed, as stall_hold
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -466,17 +476,23 @@ static long stall_count(const char *name)
 	return n;
 }
 
-static int stall_release(void)
+/* Sets the stall module's `release` to `v`. */
+static int stall_set(const char *v)
 {
 	FILE *f = fopen(STALL_PARAMS "release", "w");
 	int r;
 
 	if (!f)
 		FAIL("open " STALL_PARAMS "release: %s", strerror(errno));
-	r = fputs("1", f) < 0;
+	r = fputs(v, f) < 0;
 	if (fclose(f) || r)
-		FAIL("release the stalled faults: %s", strerror(errno));
+		FAIL("set " STALL_PARAMS "release to %s: %s", v, strerror(errno));
 	return 0;
+}
+
+static int stall_release(void)
+{
+	return stall_set("1");
 }
 
 /* Maps 4 pages of /dev/rrxe_stall and registers them on demand. */
@@ -619,6 +635,306 @@ static int stall_run(void)
 	return 0;
 }
 
+/* A UD QP of `c`, brought to RTS. */
+static struct ibv_qp *ud_qp(struct ibv_cq *c)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_UD, .send_cq = c, .recv_cq = c,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp *q = ibv_create_qp(pd, &ia);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+
+	if (!q || ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return NULL;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE))
+		return NULL;
+	a.qp_state = IBV_QPS_RTS;
+	return ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) ? NULL : q;
+}
+
+/* Posts `wr` on `q`; fails if the doorbell took STALL_MS or more. */
+static int post_quick(const char *what, struct ibv_qp *q, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	long t0 = now_ms();
+
+	if (ibv_post_send(q, wr, &bad))
+		FAIL("post the %s", what);
+	if (now_ms() - t0 >= STALL_MS)
+		FAIL("ibv_post_send of the %s took %ld ms: the doorbell waited for the stalled fault",
+		     what, now_ms() - t0);
+	return 0;
+}
+
+static const char *stall_dev;
+
+/* A port counter of the device, or -1. */
+static long hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Waits until `n` more faults than `before` reached the stalled memory;
+ * if none does, says what the device's drop counters show. */
+static int stall_reached(const char *what, long before, long n)
+{
+	static const char *const drops[] = { "rcvd_pkts", "rcvd_unknown_qp", "rcvd_qkey_err",
+					     "rcvd_hdr_err", "out_of_buffer", "send_err" };
+	long end = now_ms() + WAIT_MS;
+
+	while (stall_count("waiting") + stall_count("nowait") < before + n)
+		if (now_ms() > end) {
+			for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+				fprintf(stderr, "%s %ld\n", drops[i], hw_counter(stall_dev, drops[i]));
+			FAIL("%s never reached the stalled memory's fault", what);
+		} else {
+			usleep(1000);
+		}
+	return 0;
+}
+
+/* The next completion on `c` within WAIT_MS must be `id` with `st`. */
+static int expect_on(struct ibv_cq *c, const char *what, uint64_t id, enum ibv_wc_status st)
+{
+	struct ibv_cq *keep = cq;
+	int r;
+
+	cq = c;
+	r = expect(what, id, st);
+	cq = keep;
+	return r;
+}
+
+/*
+ * The other places a stalled fault can be met: a UD datagram and a UC
+ * WRITE into stalled memory, an RC READ and an atomic whose local results
+ * go to stalled memory, and an RC SEND gathered from it. Each doorbell
+ * returns at once; 16 SENDs between another pair complete meanwhile.
+ * UD and UC drop what they cannot place (UD keeps its receive WQE): once
+ * released, a second datagram and a second WRITE land. The RC READ, atomic
+ * and SEND complete with the right bytes once released.
+ */
+static int stall_more_run(void)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 16, .max_recv_wr = 16,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	uint8_t *sm, *buf = malloc(8 * 4096);
+	struct ibv_mr *smr = stall_buf(&sm), *bmr;
+	struct ibv_cq *cs = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *cu = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *co = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *u1, *u2, *c1, *c2, *r1, *r2, *o1, *o2;
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .dgid = gid, .sgid_index = gid_index, .hop_limit = 64 } };
+	struct ibv_ah *ah;
+	long before, deferred;
+	struct ibv_wc wc;
+	uint64_t got;
+	int n;
+
+	if (!smr || !buf || !cs || !cu || !co)
+		FAIL("the stalled memory's ODP MR, buffers or CQs: %s", strerror(errno));
+	before = stall_count("waiting") + stall_count("nowait");
+	if (before < 0)
+		FAIL("no " STALL_PARAMS ": load rrxe_stall_test");
+	deferred = hw_counter(stall_dev, "odp_fault_deferred");
+	bmr = ibv_reg_mr(pd, buf, 8 * 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	u1 = ud_qp(cu);
+	u2 = ud_qp(cu);
+	ah = ibv_create_ah(pd, &aa);
+	ia.qp_type = IBV_QPT_UC;
+	ia.send_cq = ia.recv_cq = cu;
+	c1 = ibv_create_qp(pd, &ia);
+	c2 = ibv_create_qp(pd, &ia);
+	ia.qp_type = IBV_QPT_RC;
+	ia.send_cq = ia.recv_cq = cs;
+	r1 = ibv_create_qp(pd, &ia);
+	r2 = ibv_create_qp(pd, &ia);
+	ia.send_cq = ia.recv_cq = co;
+	o1 = ibv_create_qp(pd, &ia);
+	o2 = ibv_create_qp(pd, &ia);
+	if (!bmr || !u1 || !u2 || !ah || !c1 || !c2 || !r1 || !r2 || !o1 || !o2 ||
+	    rrxe_connect(c1, c2->qp_num, &gid, gid_index, IBV_MTU_1024, IBV_ACCESS_REMOTE_WRITE, 0) ||
+	    rrxe_connect(c2, c1->qp_num, &gid, gid_index, IBV_MTU_1024, IBV_ACCESS_REMOTE_WRITE, 0) ||
+	    connect_qp_timeout(r1, r2->qp_num, 18) || connect_qp(r2, r1->qp_num) ||
+	    connect_qp(o1, o2->qp_num) || connect_qp(o2, o1->qp_num))
+		FAIL("the QPs: %s", strerror(errno));
+	pattern(buf, 8 * 4096, 9);
+	memset(buf + 5 * 4096, 0xee, 4096);
+	got = 5;
+	memcpy(buf + 4 * 4096, &got, 8);
+	{
+		/* UD: a receive in the stalled page 0, and a datagram to it. */
+		struct ibv_sge rs = { (uintptr_t)sm, 40 + 64, smr->lkey }, ss = { (uintptr_t)buf, 64, bmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 20, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr sw = { .wr_id = 10, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .ud = { ah, u2->qp_num, 0x11111111 } } };
+
+		if (ibv_post_recv(u2, &rw, &rbad) || post_quick("UD SEND into the stalled memory", u1, &sw) ||
+		    stall_reached("the UD SEND", before, 1) ||
+		    expect_on(cu, "the UD SEND into the stalled memory", 10, IBV_WC_SUCCESS))
+			return 1;
+	}
+	{
+		/* UC: a WRITE into the stalled page 1. */
+		struct ibv_sge ss = { (uintptr_t)buf + 4096, 512, bmr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 11, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .rdma = { (uintptr_t)sm + 4096, smr->rkey } } };
+
+		before = stall_count("waiting") + stall_count("nowait");
+		if (post_quick("UC WRITE into the stalled memory", c1, &sw) ||
+		    stall_reached("the UC WRITE", before, 1) ||
+		    expect_on(cu, "the UC WRITE into the stalled memory", 11, IBV_WC_SUCCESS))
+			return 1;
+	}
+	{
+		/* RC: a READ into the stalled page 2, a FETCH_AND_ADD whose
+		 * original value goes there too, and (another QP) a SEND
+		 * gathered from the stalled page 3. */
+		struct ibv_sge rd = { (uintptr_t)sm + 8192, 2048, smr->lkey };
+		struct ibv_sge at = { (uintptr_t)sm + 8192 + 3000, 8, smr->lkey };
+		struct ibv_send_wr aw = { .wr_id = 13, .sg_list = &at, .num_sge = 1,
+					  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .atomic = { .remote_addr = (uintptr_t)buf + 4 * 4096,
+							      .compare_add = 9, .rkey = bmr->rkey } } };
+		struct ibv_send_wr rw = { .wr_id = 12, .sg_list = &rd, .num_sge = 1, .next = &aw,
+					  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .rdma = { (uintptr_t)buf + 1024, bmr->rkey } } };
+		struct ibv_sge ss = { (uintptr_t)sm + 3 * 4096, 4096, smr->lkey };
+		struct ibv_sge rs = { (uintptr_t)buf + 5 * 4096, 4096, bmr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 14, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_recv_wr rr = { .wr_id = 15, .sg_list = &rs, .num_sge = 1 }, *rbad;
+
+		before = stall_count("waiting") + stall_count("nowait");
+		if (post_quick("RC READ and FETCH_AND_ADD into the stalled memory", r1, &rw) ||
+		    stall_reached("the RC READ's response", before, 1))
+			return 1;
+		before = stall_count("waiting") + stall_count("nowait");
+		if (ibv_post_recv(o2, &rr, &rbad) ||
+		    post_quick("RC SEND gathered from the stalled memory", o1, &sw) ||
+		    stall_reached("the RC SEND's gather", before, 1))
+			return 1;
+	}
+	/* The other QPs of the device carry on meanwhile. */
+	for (int i = 0; i < 16; i++) {
+		struct ibv_sge rs = { (uintptr_t)buf + 6 * 4096, 4096, bmr->lkey };
+		struct ibv_sge ss = { (uintptr_t)buf + 7 * 4096, 512, bmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 100 + i, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr sw = { .wr_id = 200 + i, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *sbad;
+		long end = now_ms() + STALL_MS;
+
+		memset(buf + 7 * 4096, i + 1, 512);
+		if (ibv_post_recv(qb, &rw, &rbad) || ibv_post_send(qa, &sw, &sbad))
+			FAIL("post on the first pair");
+		for (int k = 0; k < 2;) {
+			n = ibv_poll_cq(cq, 1, &wc);
+			if (n < 0)
+				FAIL("poll the first pair's CQ");
+			if (n && wc.status != IBV_WC_SUCCESS)
+				FAIL("SEND %d on the first pair: %s", i, ibv_wc_status_str(wc.status));
+			k += n;
+			if (!n && now_ms() > end)
+				FAIL("SEND %d between two other QPs did not complete within %d ms while faults on the stalled memory were pending (waiting: %ld): one stalled fault holds up the device",
+				     i, STALL_MS, stall_count("waiting"));
+		}
+		if (buf[6 * 4096] != i + 1 || buf[6 * 4096 + 511] != i + 1)
+			FAIL("SEND %d on the first pair: wrong data", i);
+	}
+	if ((n = ibv_poll_cq(cs, 1, &wc)) || (n = ibv_poll_cq(co, 1, &wc)) || (n = ibv_poll_cq(cu, 1, &wc)))
+		FAIL("wr_id %llu completed (%s) before the stalled faults were released",
+		     (unsigned long long)wc.wr_id, n > 0 ? ibv_wc_status_str(wc.status) : "poll failed");
+	if (hw_counter(stall_dev, "odp_fault_deferred") <= deferred)
+		FAIL("odp_fault_deferred did not count what waited for the stalled memory (%ld, was %ld)",
+		     hw_counter(stall_dev, "odp_fault_deferred"), deferred);
+	if (stall_release())
+		return 1;
+	/* RC: each completes, its data in place. */
+	if (expect_on(cs, "the READ into the released memory", 12, IBV_WC_SUCCESS) ||
+	    expect_on(cs, "the FETCH_AND_ADD into the released memory", 13, IBV_WC_SUCCESS) ||
+	    same("the READ into the released memory", sm + 8192, buf + 1024, 2048))
+		return 1;
+	memcpy(&got, sm + 8192 + 3000, 8);
+	if (got != 5)
+		FAIL("the FETCH_AND_ADD's original value in the released memory is %llu, expected 5",
+		     (unsigned long long)got);
+	memcpy(&got, buf + 4 * 4096, 8);
+	if (got != 14)
+		FAIL("the FETCH_AND_ADD left %llu, expected 14", (unsigned long long)got);
+	for (int k = 0; k < 2; k++) {
+		long end = now_ms() + WAIT_MS;
+
+		while (!(n = ibv_poll_cq(co, 1, &wc)) && now_ms() < end)
+			usleep(1000);
+		if (n <= 0 || wc.status != IBV_WC_SUCCESS || (wc.wr_id != 14 && wc.wr_id != 15))
+			FAIL("the SEND from the released memory: %s completion",
+			     n > 0 ? ibv_wc_status_str(wc.status) : "no");
+	}
+	if (same("the SEND from the released memory", buf + 5 * 4096, sm + 3 * 4096, 4096))
+		return 1;
+	{
+		/* UD: the datagram was dropped; its receive WQE is still there,
+		 * and the next datagram lands in it. */
+		struct ibv_sge ss = { (uintptr_t)buf + 64, 64, bmr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 16, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .ud = { ah, u2->qp_num, 0x11111111 } } };
+		struct ibv_wc w[2];
+		long end = now_ms() + WAIT_MS;
+		int k = 0;
+
+		if (post_quick("UD SEND into the released memory", u1, &sw))
+			return 1;
+		while (k < 2 && now_ms() < end)
+			if ((n = ibv_poll_cq(cu, 2 - k, w + k)) > 0)
+				k += n;
+			else
+				usleep(1000);
+		for (int j = 0; j < k; j++)
+			if (w[j].status != IBV_WC_SUCCESS || (w[j].wr_id != 16 && w[j].wr_id != 20))
+				FAIL("UD after the release: wr_id %llu %s", (unsigned long long)w[j].wr_id,
+				     ibv_wc_status_str(w[j].status));
+		if (k != 2)
+			FAIL("UD after the release: %d of 2 completions (the send and the receive kept from the dropped datagram)", k);
+		if (same("the datagram in the released memory", sm + 40, buf + 64, 64))
+			return 1;
+	}
+	{
+		/* UC: the WRITE was dropped; a second one lands. */
+		struct ibv_sge ss = { (uintptr_t)buf + 4096 + 512, 512, bmr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 17, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .rdma = { (uintptr_t)sm + 4096, smr->rkey } } };
+		long end = now_ms() + WAIT_MS;
+
+		if (post_quick("UC WRITE into the released memory", c1, &sw) ||
+		    expect_on(cu, "the UC WRITE into the released memory", 17, IBV_WC_SUCCESS))
+			return 1;
+		while (memcmp(sm + 4096, buf + 4096 + 512, 512) && now_ms() < end)
+			usleep(1000);
+		if (same("the UC WRITE into the released memory", sm + 4096, buf + 4096 + 512, 512))
+			return 1;
+	}
+	printf("stall_more: UD, UC, an RC READ, an atomic and an RC SEND met the stalled memory; the doorbells returned, another pair went on, and after the release each landed\n");
+	return 0;
+}
+
 /* Whatever happens, the faults are released: by this process when the
  * run ends, or by a watchdog process STALL_WATCHDOG_S seconds in, should
  * this one be stuck in the kernel behind the stalled fault (an exit that
@@ -641,6 +957,52 @@ static int t_stall(void)
 	kill(dog, SIGKILL);
 	waitpid(dog, NULL, 0);
 	return stall_release() || r;
+}
+
+static int t_stall_more(void)
+{
+	pid_t dog = fork();
+	int r;
+
+	if (dog < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (!dog) {
+		sleep(STALL_WATCHDOG_S);
+		fprintf(stderr, "stall_more: the watchdog released the faults after %d s\n", STALL_WATCHDOG_S);
+		_exit(stall_release());
+	}
+	r = stall_set("0") || stall_more_run();
+	kill(dog, SIGKILL);
+	waitpid(dog, NULL, 0);
+	return stall_release() || r;
+}
+
+/* An RC SEND gathered from stalled memory, then "stalled" on stdout once
+ * its fault is reached, and a wait to be killed. */
+static int t_stall_send_hold(void)
+{
+	uint8_t *sm, *dst = malloc(4096);
+	struct ibv_mr *smr = stall_buf(&sm), *dmr;
+	struct ibv_sge ss, rs;
+	struct ibv_send_wr sw = { .wr_id = 1, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED, .sg_list = &ss };
+	struct ibv_recv_wr rw = { .wr_id = 2, .num_sge = 1, .sg_list = &rs }, *rbad;
+	long before = stall_count("waiting") + stall_count("nowait");
+
+	if (!smr || !dst || before < 0)
+		FAIL("the stalled memory's ODP MR: %s", strerror(errno));
+	dmr = ibv_reg_mr(pd, dst, 4096, IBV_ACCESS_LOCAL_WRITE);
+	if (!dmr)
+		FAIL("register the receive buffer");
+	ss = (struct ibv_sge){ (uintptr_t)sm, 4096, smr->lkey };
+	rs = (struct ibv_sge){ (uintptr_t)dst, 4096, dmr->lkey };
+	if (ibv_post_recv(qb, &rw, &rbad) || post_quick("RC SEND gathered from the stalled memory", qa, &sw) ||
+	    stall_reached("the RC SEND's gather", before, 1))
+		return 1;
+	printf("stalled\n");
+	fflush(stdout);
+	for (;;)
+		pause();
 }
 
 static int t_stall_hold(void)
@@ -668,12 +1030,15 @@ int main(int argc, char **argv)
 		{ "write", t_write }, { "read", t_read }, { "send", t_send },
 		{ "atomic", t_atomic }, { "advise", t_advise }, { "gone", t_gone },
 		{ "stall", t_stall }, { "stall_hold", t_stall_hold },
+		{ "stall_more", t_stall_more }, { "stall_send_hold", t_stall_send_hold },
 	};
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEV write|read|send|atomic|advise|gone|stall|stall_hold\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV write|read|send|atomic|advise|gone|stall|stall_hold|stall_more|stall_send_hold\n",
+			argv[0]);
 		return 2;
 	}
+	stall_dev = argv[1];
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[2], modes[i].name))
 			return setup(argv[1]) || modes[i].fn();

@@ -29,7 +29,7 @@ use crate::rrxe::{
     sge::scatter_sges,
 };
 use crate::rrxe_dbg;
-use kernel::sync::Arc;
+use kernel::{prelude::*, sync::Arc};
 
 /// What a response did to the requester.
 #[derive(Default)]
@@ -93,6 +93,11 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         if e.progressed {
             rc.win.retry_left = a.retry_cnt;
             rc.backoff.on_progress();
+            // Not what was under way while it waits for memory (the rest
+            // of an answer it could not place).
+            if !e.rewound && rc.rnr_until.is_none() {
+                rc.memory_came();
+            }
             restart(&mut rc, &a);
         }
         complete_ready(dev.data(), s, &mut rc, &mut s.inner.lock());
@@ -211,35 +216,66 @@ fn take(
         }
         Action::AtomicAck { i } => {
             if let Some(orig) = p.atmack {
-                e.progressed |= atomic_ack(d, s, rc, i, p.psn, orig);
+                match atomic_ack(d, s, rc, i, p.psn, orig) {
+                    Ok(progressed) => e.progressed |= progressed,
+                    Err(_) => e.rewound |= not_resident(d, s, rc, cons, i),
+                }
             }
         }
-        Action::ReadResp { i, pos } => {
-            e.progressed |= read_response(d, s, rc, i, p, pos);
-        }
+        Action::ReadResp { i, pos } => match read_response(d, s, rc, i, p, pos) {
+            Ok(progressed) => e.progressed |= progressed,
+            Err(_) => e.rewound |= not_resident(d, s, rc, cons, i),
+        },
     }
     e
 }
 
+/// The flight in slot `i` could not place what its response brought: its
+/// on-demand memory is not resident. It is asked for again after a wait
+/// (see [`ReqState::wait_for_memory`]). Returns true (the requester was
+/// rewound).
+fn not_resident(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, cons: u32, i: usize) -> bool {
+    d.count(Counter::OdpFaultDeferred, 1);
+    rrxe_dbg!(
+        d,
+        Site::OdpFault,
+        "qp {:#x}: response memory not resident, asking again",
+        s.qpn
+    );
+    let k = rc.win.index_of(cons, i);
+    rc.wait_for_memory(cons, k, None);
+    true
+}
+
 /// An atomic ACK for the flight in slot `i`: the original value goes to
-/// the WQE's first SGE and the WQE finishes. Returns whether it did.
-fn atomic_ack(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, i: usize, psn: u32, orig: u64) -> bool {
+/// the WQE's first SGE and the WQE finishes. Returns whether it did, or
+/// `EAGAIN` when the SGE's on-demand memory is not resident (the receive
+/// path does not wait for a page fault).
+fn atomic_ack(
+    d: &RrxeDev,
+    s: &QpShared,
+    rc: &mut ReqState,
+    i: usize,
+    psn: u32,
+    orig: u64,
+) -> Result<bool> {
     let Some(mut f) = rc.win.flights[i] else {
-        return false;
+        return Ok(false);
     };
     if f.state != FState::Sent
         || !matches!(f.w.opcode, Opcode::CmpSwap | Opcode::FetchAdd)
         || f.first_psn != psn
     {
-        return false;
+        return Ok(false);
     }
     let st = match wqe::sge_at(rc.shadow(i), wqe::SEND_HDR, 0) {
         Some(sge) if sge.length >= 8 => {
-            match mr::lookup_mr(d, sge.lkey, s.pd, access::LOCAL_WRITE, sge.addr, 8) {
-                Ok(m) if m.write(sge.addr, &orig.to_ne_bytes(), Fault::Wait).is_ok() => {
-                    status::SUCCESS
-                }
-                _ => status::LOC_PROT_ERR,
+            match mr::lookup_mr(d, sge.lkey, s.pd, access::LOCAL_WRITE, sge.addr, 8)
+                .and_then(|m| m.write(sge.addr, &orig.to_ne_bytes(), Fault::NoWait))
+            {
+                Ok(()) => status::SUCCESS,
+                Err(e) if e == EAGAIN => return Err(e),
+                Err(_) => status::LOC_PROT_ERR,
             }
         }
         _ => status::LOC_PROT_ERR,
@@ -247,12 +283,13 @@ fn atomic_ack(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, i: usize, psn: u32, 
     f.wc.byte_len = 8;
     f.finish(st);
     rc.win.flights[i] = Some(f);
-    true
+    Ok(true)
 }
 
 /// One read response packet (or the empty one that answers ATOMIC WRITE
 /// and FLUSH) for the flight in slot `i`. Out-of-order packets are
-/// ignored. Returns whether it made progress.
+/// ignored. Returns whether it made progress, or `EAGAIN` when its data
+/// could not be placed (see [`read_data`]).
 fn read_response(
     d: &RrxeDev,
     s: &QpShared,
@@ -260,25 +297,27 @@ fn read_response(
     i: usize,
     p: &RcPkt<'_>,
     pos: Pos,
-) -> bool {
+) -> Result<bool> {
     let Some(mut f) = rc.win.flights[i] else {
-        return false;
+        return Ok(false);
     };
     if f.state != FState::Sent {
-        return false;
+        return Ok(false);
     }
-    let st = read_data(d, s, rc.shadow(i), &mut f, p, pos);
+    let st = read_data(d, s, rc.shadow(i), &mut f, p, pos)?;
     if let Some(st) = st {
         f.finish(st);
         f.wc.byte_len = f.len as u32;
     }
     rc.win.flights[i] = Some(f);
-    st.is_some() || f.got > 0
+    Ok(st.is_some() || f.got > 0)
 }
 
 /// Takes a read response's payload for flight `f`, whose WQE is in
 /// `slot`: `Some(status)` once the WQE is finished, `None` while more is
-/// due.
+/// due, `EAGAIN` (and `f` unchanged) when the destination's on-demand
+/// memory is not resident: the receive path does not wait for a page
+/// fault.
 fn read_data(
     d: &RrxeDev,
     s: &QpShared,
@@ -286,19 +325,19 @@ fn read_data(
     f: &mut Flight,
     p: &RcPkt<'_>,
     pos: Pos,
-) -> Option<u32> {
+) -> Result<Option<u32>> {
     let n = p.payload.len() as u64;
     let last = match f.check_response(p.psn, pos, n) {
-        Response::Ignore => return None,
-        Response::Finish(st) => return Some(st),
+        Response::Ignore => return Ok(None),
+        Response::Finish(st) => return Ok(Some(st)),
         Response::Data { last } => last,
     };
     let nsge = match f.w.payload {
         Payload::Sges { n, .. } => n,
-        Payload::Inline { .. } => return Some(status::LOC_PROT_ERR),
+        Payload::Inline { .. } => return Ok(Some(status::LOC_PROT_ERR)),
     };
-    if n > 0
-        && scatter_sges(
+    if n > 0 {
+        match scatter_sges(
             d,
             s.pd,
             slot,
@@ -306,12 +345,13 @@ fn read_data(
             nsge,
             f.got,
             p.payload,
-            Fault::Wait,
-        )
-        .is_err()
-    {
-        return Some(status::LOC_PROT_ERR);
+            Fault::NoWait,
+        ) {
+            Ok(()) => {}
+            Err(e) if e == EAGAIN => return Err(e),
+            Err(_) => return Ok(Some(status::LOC_PROT_ERR)),
+        }
     }
     f.got += n;
-    last.then_some(status::SUCCESS)
+    Ok(last.then_some(status::SUCCESS))
 }

@@ -98,6 +98,7 @@ impl Ctx<'_, '_> {
     /// with [`Fault::NoWait`]. Nothing of the request is kept.
     fn not_ready(&self, rc: &RespState) -> Reply {
         self.d.count(Counter::SndRnr, 1);
+        self.d.count(Counter::OdpFaultDeferred, 1);
         Reply::Ack {
             psn: self.p.psn,
             syn: Syndrome::Rnr(self.a.min_rnr_timer),

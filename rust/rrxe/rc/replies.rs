@@ -14,7 +14,7 @@
 
 use super::responder::{ReadResp, Reply};
 use super::{emit, RespState};
-use crate::ib::device::Device;
+use crate::ib::{device::Device, stats::Counter};
 use crate::logic::{
     hdr::{Aeth, Bth, Headers},
     qp::QpAttrs,
@@ -313,7 +313,10 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
             // started, and the requester's retransmit timer asks again,
             // by when it is done (a stalled fault holds up no more than
             // this read).
-            (Err(e), Some(r)) if e == EAGAIN => abandon(&mut s.rc.resp.lock(), r.first),
+            (Err(e), Some(r)) if e == EAGAIN => {
+                dev.data().count(Counter::OdpFaultDeferred, 1);
+                abandon(&mut s.rc.resp.lock(), r.first);
+            }
             (Err(e), Some(r)) => {
                 // The memory went away (a window invalidated, say), or the
                 // responder's owner has no memory left for the packet (its

@@ -9,7 +9,7 @@ use super::{
     timer::{arm, restart, tick},
     ReqState, LOCAL_SEG,
 };
-use crate::ib::device::Device;
+use crate::ib::{device::Device, stats::Counter};
 use crate::logic::{
     cqe::status,
     flights::{FState, Flight},
@@ -22,12 +22,14 @@ use crate::logic::{
     wqe::{self, Opcode, SendWqe, Transport, WrDetail},
 };
 use crate::rrxe::{
+    debug::Site,
     device::{Rrxe, RrxeDev},
     gso, mr, mw, net,
     qp::{QpInner, QpShared},
     sq::{size_slot, take_send, RunBudget},
     tx::{self, Packet, Src},
 };
+use crate::rrxe_dbg;
 use kernel::{prelude::*, sync::Arc};
 
 /// What the requester does next.
@@ -115,6 +117,10 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>, time: &mut RunBudget) -> Result 
             Step::Local(i) => run_local(dev.data(), s, i),
             Step::Send(tx, i, fin) => {
                 if let Err(e) = emit(dev, s, &a, &tx, slot, &mut buf) {
+                    if e == EAGAIN {
+                        not_resident(dev.data(), s, i, Some(tx.hdrs.bth.psn));
+                        break;
+                    }
                     fail(dev.data(), s, i, e);
                 }
                 // Nothing more to send for now: see below.
@@ -125,6 +131,11 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>, time: &mut RunBudget) -> Result 
             }
             Step::Burst(b, i) => {
                 if let Err(e) = burst(dev, s, &a, &b, slot, &mut buf) {
+                    if e == EAGAIN {
+                        let psn = b.packet(&a, 0).hdrs.bth.psn;
+                        not_resident(dev.data(), s, i, Some(psn));
+                        break;
+                    }
                     fail(dev.data(), s, i, e);
                 }
             }
@@ -144,6 +155,24 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>, time: &mut RunBudget) -> Result 
     }
     arm(s, &mut s.rc.req.lock());
     Ok(())
+}
+
+/// The payload of the WQE in slot `i`, from the packet with PSN `psn` on,
+/// is in on-demand memory that is not resident: it goes again after a
+/// wait (see `ReqState::wait_for_memory`), and nothing waits for the
+/// page fault meanwhile.
+fn not_resident(d: &RrxeDev, s: &QpShared, i: usize, psn: Option<u32>) {
+    d.count(Counter::OdpFaultDeferred, 1);
+    rrxe_dbg!(
+        d,
+        Site::OdpFault,
+        "qp {:#x}: payload memory not resident, sending later",
+        s.qpn
+    );
+    let mut rc = s.rc.req.lock();
+    let cons = s.inner.lock().sq.consumer();
+    let k = rc.win.index_of(cons, i);
+    rc.wait_for_memory(cons, k, psn);
 }
 
 /// The WQE in slot `i` could not be sent: its memory keys failed, or its

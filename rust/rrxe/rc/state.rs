@@ -99,6 +99,11 @@ pub(super) enum Deadline {
     After(Delta),
 }
 
+/// The first wait for on-demand memory (see [`ReqState::wait_for_memory`]).
+const FAULT_WAIT_FIRST_US: u32 = 1000;
+/// The longest.
+const FAULT_WAIT_MAX_US: u32 = 256_000;
+
 /// An RC QP's requester (and completer) state, under its `req` lock.
 pub struct ReqState {
     /// The WQEs taken, one entry per ring slot.
@@ -112,8 +117,11 @@ pub struct ReqState {
     pub(super) gate: GateBound,
     /// When the oldest outstanding packet is retransmitted.
     pub(super) deadline: Deadline,
-    /// The end of an RNR wait.
+    /// The end of an RNR wait, or of a wait for on-demand memory.
     pub(super) rnr_until: Option<Mono>,
+    /// The next wait for on-demand memory that was not resident, in
+    /// microseconds (see [`Self::wait_for_memory`]).
+    fault_wait_us: u32,
     /// The timer, while started, and when it fires.
     pub(super) timer: Option<ArcHrTimerHandle<QpShared>>,
     pub(super) timer_at: Option<Mono>,
@@ -176,6 +184,7 @@ impl ReqState {
             gate: GateBound::default(),
             deadline: Deadline::Off,
             rnr_until: None,
+            fault_wait_us: FAULT_WAIT_FIRST_US,
             timer: None,
             timer_at: None,
         })
@@ -189,6 +198,7 @@ impl ReqState {
         self.gate = GateBound::default();
         self.deadline = Deadline::Off;
         self.rnr_until = None;
+        self.fault_wait_us = FAULT_WAIT_FIRST_US;
     }
 
     /// Takes the timer's handle out; dropping it stops the timer (under the
@@ -226,6 +236,32 @@ impl ReqState {
             self.deadline = Deadline::Off;
         }
         rewound
+    }
+
+    /// The `k`-th WQE from consumer index `cons` met on-demand memory of
+    /// its own that was not resident (a read response or an atomic result
+    /// to place, a payload to gather). Its fault was started, but the
+    /// requester does not wait for it: it may run in the receive path,
+    /// which serves every QP, or in a task that destruction waits for, and
+    /// a fault on a stalled file system may never end. The WQE goes again
+    /// (from `psn` if that is one of its later packets) after a wait, as
+    /// after an RNR NAK and without spending a retry; the wait doubles from
+    /// 1 ms up to 256 ms while the memory stays out, and starts again at
+    /// 1 ms once the requester makes progress.
+    pub(super) fn wait_for_memory(&mut self, cons: u32, k: u32, psn: Option<u32>) {
+        self.win.restart(cons, k);
+        if let Some(psn) = psn {
+            self.win.resume_at(cons, k, psn);
+        }
+        self.deadline = Deadline::Off;
+        let us = self.fault_wait_us;
+        super::timer::rnr_wait(self, us);
+        self.fault_wait_us = us.saturating_mul(2).min(FAULT_WAIT_MAX_US);
+    }
+
+    /// The requester made progress: the next wait for memory is short.
+    pub(super) fn memory_came(&mut self) {
+        self.fault_wait_us = FAULT_WAIT_FIRST_US;
     }
 
     /// Sets the requester's next PSN (`modify_qp` with SQ_PSN).
