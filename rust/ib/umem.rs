@@ -225,10 +225,12 @@ impl OdpUmem {
     }
 
     /// Faults in the `len` bytes at `off` (for writing if `write`), as a
-    /// prefetch: nothing stays pinned.
-    pub fn fault(&self, off: u64, len: u64, write: bool) -> Result {
+    /// prefetch: nothing stays pinned. With [`Fault::NoWait`], `EAGAIN` if
+    /// a page is not resident and its fault would wait (the fault is
+    /// started).
+    pub fn fault(&self, off: u64, len: u64, write: bool, fault: Fault) -> Result {
         let len = usize::try_from(len).map_err(|_| EFAULT)?;
-        self.each_page(off, len, write, Fault::Wait, |_, _, _| Ok(()))
+        self.each_page(off, len, write, fault, |_, _, _| Ok(()))
     }
 
     /// Calls `f(page, offset in page, range in the buffer)` for each piece

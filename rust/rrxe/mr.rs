@@ -347,7 +347,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
             };
             if let MrMem::Odp(u) = &*mr.mem {
                 let off = mr.range.offset_of(s.addr, s.length.into()).ok_or(EFAULT)?;
-                let r = u.fault(off, s.length.into(), write);
+                let r = u.fault(off, s.length.into(), write, Fault::Wait);
                 if flush {
                     r?;
                 }
@@ -531,6 +531,20 @@ impl RrxeMr {
             // SAFETY: A DMA MR's addresses are its consumer's DMA addresses.
             MrMem::Dma => unsafe { crate::ib::mr::write_dma_addr(iova, src) },
             MrMem::Fast(_) => Err(EFAULT),
+        }
+    }
+
+    /// Whether the `len` bytes at `iova` can be read now without waiting
+    /// for a page fault: `EAGAIN` if on-demand memory among them is not
+    /// resident and its fault would wait (the fault is started). Memory of
+    /// any other kind is always there.
+    pub fn resident(&self, iova: u64, len: u64) -> Result {
+        match &*self.mem {
+            MrMem::Odp(u) => {
+                let off = self.range.offset_of(iova, len).ok_or(EFAULT)?;
+                u.fault(off, len, false, Fault::NoWait)
+            }
+            _ => Ok(()),
         }
     }
 

@@ -456,7 +456,7 @@ impl QpOps<Rrxe> for RrxeQp {
         };
         let send_bufs = SendBufs {
             wqe: KVec::from_elem(0u8, elem, gfp)?,
-            payload: KVec::new(),
+            ..SendBufs::default()
         };
         let uc_rx = UcRx {
             spare: KVec::from_elem(0u8, uc_recv, gfp)?,

@@ -109,6 +109,32 @@ impl<'a> Gather<'a> {
     }
 }
 
+/// Whether the payload of the send WQE in `slot` (`payload`, its SGEs) can
+/// be gathered without waiting for a page fault: `EAGAIN` if on-demand
+/// memory it names is not resident and its fault would wait (the fault is
+/// started). Keys that do not resolve are left for the send to report.
+pub(crate) fn resident(d: &RrxeDev, pd: PdId, slot: &[u8], payload: Payload) -> Result {
+    let Payload::Sges { n, .. } = payload else {
+        return Ok(());
+    };
+    for i in 0..n {
+        let Some(sge) = wqe::sge_at(slot, wqe::SEND_HDR, i) else {
+            break;
+        };
+        let len = u64::from(sge.length);
+        if len == 0 {
+            continue;
+        }
+        if let Ok(m) = mr::lookup_mr(d, sge.lkey, pd, 0, sge.addr, len) {
+            let r = m.resident(sge.addr, len);
+            if r == Err(EAGAIN) {
+                return r;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes `data` into a receive WQE's SGEs starting `offset` bytes in
 /// (`fault`: see [`scatter_sges`]).
 pub(crate) fn scatter_at(

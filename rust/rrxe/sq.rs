@@ -9,6 +9,7 @@
 //! `ud` or `uc`, and completed. RC QPs have their own engine (`rc`), which
 //! keeps WQEs in the ring until they are acknowledged.
 
+use crate::ib::stats::Counter;
 use crate::ib::{device::Device, object::Qp, qp::QpType};
 use crate::logic::{
     cqe::{status, Wc},
@@ -16,10 +17,12 @@ use crate::logic::{
     wqe::{self, Transport},
 };
 use crate::rrxe::{
+    debug::Site,
     device::Rrxe,
     qp::{self as qpm, QpShared},
-    rc, uc, ud,
+    rc, sge, uc, ud,
 };
+use crate::rrxe_dbg;
 use kernel::{
     prelude::*,
     sync::Arc,
@@ -111,7 +114,11 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Resu
     if s.is_dead() {
         return Ok(());
     }
-    let SendBufs { wqe: slot, payload } = &mut *bufs;
+    let SendBufs {
+        wqe: slot,
+        payload,
+        fault_wait_us,
+    } = &mut *bufs;
     let geo = s.inner.lock().sq.geometry();
     size_slot(s, slot, geo.elem_size())?;
     // At most one ring's worth per doorbell: every WQE posted before it is
@@ -123,25 +130,35 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Resu
             s.kick();
             break;
         }
-        let (attrs, signaled) = {
-            let mut g = s.inner.lock();
-            if g.attrs.state != QpState::Rts {
+        let (attrs, signaled, cons) = {
+            let g = s.inner.lock();
+            if g.attrs.state != QpState::Rts || !g.sq.peek(0, slot) {
                 break;
             }
-            if runner == Runner::Doorbell
-                && ty == QpType::Uc
-                && g.sq.peek(0, slot)
-                && long_uc(s, slot)
-            {
+            if runner == Runner::Doorbell && ty == QpType::Uc && long_uc(s, slot) {
                 drop(g);
                 s.kick();
                 break;
             }
-            if !g.sq.pop(slot) {
+            (g.attrs, s.sig_all, g.sq.consumer())
+        };
+        // Neither a doorbell nor the send task waits for a page fault: one
+        // on a stalled file system may never end, and would keep the
+        // process in the kernel, or hold the task that the destruction of
+        // every QP waits for. The WQE stays in the ring until its memory is
+        // in (see [`not_resident`]).
+        if resident(dev, s, slot, ty) == Err(EAGAIN) {
+            not_resident(dev, s, fault_wait_us);
+            break;
+        }
+        {
+            let mut g = s.inner.lock();
+            // Flushed meanwhile (the QP moved to ERR): done with.
+            if g.sq.consumer() != cons || !g.sq.consume() {
                 break;
             }
-            (g.attrs, s.sig_all)
-        };
+        }
+        *fault_wait_us = FAULT_WAIT_FIRST_US;
         let (wc, sig) = if ty != QpType::Uc {
             ud::send_one(dev, s, slot, payload, attrs.qkey)
         } else {
@@ -165,6 +182,45 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Resu
     Ok(())
 }
 
+/// The first wait of a send queue for on-demand memory; it doubles up to
+/// [`FAULT_WAIT_MAX_US`] while the memory stays out.
+const FAULT_WAIT_FIRST_US: u32 = 1000;
+const FAULT_WAIT_MAX_US: u32 = 256_000;
+
+/// Whether the payload of the UD or UC WQE in `slot` can be gathered now
+/// (see [`sge::resident`]). Its pages could still go before the gather,
+/// which does not wait either: the WQE then fails (`LOC_PROT_ERR`), as a
+/// race its owner's memory pressure or its own unmapping loses.
+fn resident(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], ty: QpType) -> Result {
+    let t = if ty == QpType::Uc {
+        Transport::Uc
+    } else {
+        Transport::Ud
+    };
+    match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
+        Ok(w) => sge::resident(dev.data(), s.pd, slot, w.payload),
+        // The send reports it.
+        Err(_) => Ok(()),
+    }
+}
+
+/// The WQE at the head of `s`'s send queue names on-demand memory that
+/// is not resident (its fault was started): the send task tries again
+/// after `wait` microseconds, which doubles for the next time.
+fn not_resident(dev: &Device<Rrxe>, s: &Arc<QpShared>, wait: &mut u32) {
+    let d = dev.data();
+    d.count(Counter::OdpFaultDeferred, 1);
+    rrxe_dbg!(
+        d,
+        Site::OdpFault,
+        "qp {:#x}: payload memory not resident, sending in {} us",
+        s.qpn,
+        *wait
+    );
+    rc::kick_later(s, *wait);
+    *wait = wait.saturating_mul(2).min(FAULT_WAIT_MAX_US);
+}
+
 /// Whether the UC WQE in `slot` carries more than [`DOORBELL_MSG_BYTES`].
 fn long_uc(s: &QpShared, slot: &[u8]) -> bool {
     wqe::parse_send(
@@ -179,12 +235,23 @@ fn long_uc(s: &QpShared, slot: &[u8]) -> bool {
 /// What a doorbell works in, under a QP's `send_lock`: the WQE copied out
 /// of the ring, and (UD) a datagram's gathered payload. Both grow at first
 /// use and are reused: no allocation per doorbell or per datagram.
-#[derive(Default)]
 pub struct SendBufs {
     /// The WQE.
     pub wqe: KVec<u8>,
     /// The payload of a UD datagram.
     pub payload: KVec<u8>,
+    /// The next wait for on-demand memory, in microseconds (UD and UC).
+    pub fault_wait_us: u32,
+}
+
+impl Default for SendBufs {
+    fn default() -> Self {
+        Self {
+            wqe: KVec::new(),
+            payload: KVec::new(),
+            fault_wait_us: FAULT_WAIT_FIRST_US,
+        }
+    }
 }
 
 /// Makes `slot`, a buffer under `s`'s `send_lock`, `n` bytes long:

@@ -199,9 +199,9 @@ fn send_packets(
         let pos = Pos::of(i as u32, n as u32);
         let plen = (m.len - sent).min(mtu as u64) as usize;
         let h = m.headers(pos, psn, a.dest_qp_num);
-        // A UC send queue runs in its process's doorbell or its QP's own
-        // task: a fault holds up only this QP.
-        let fill = |b: &mut [u8]| cur.read(d, s.pd, b, Fault::Wait);
+        // Never waits for a page fault: the send queue saw the memory
+        // resident (see `sq::resident`).
+        let fill = |b: &mut [u8]| cur.read(d, s.pd, b, Fault::NoWait);
         let r = if local {
             tx::local(d, &mut buf[..plen], fill).map(|b| {
                 if let Some(dq) = dst.as_ref() {

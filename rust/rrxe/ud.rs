@@ -100,10 +100,10 @@ pub(crate) fn send_one(
         return (wc, true);
     }
     let buf = &mut buf[..len as usize];
-    // A UD send queue runs in its process's doorbell or its QP's own
-    // task: a fault holds up only this QP.
+    // Never waits for a page fault: the send queue saw the memory
+    // resident (see `sq::resident`).
     if Gather::new(slot, w.payload)
-        .read(d, s.pd, buf, Fault::Wait)
+        .read(d, s.pd, buf, Fault::NoWait)
         .is_err()
     {
         wc.status = status::LOC_PROT_ERR;

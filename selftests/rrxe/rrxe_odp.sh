@@ -11,10 +11,11 @@
 # stand-in for a stalled file system) holds up only its own QP: two other
 # QPs of the device keep exchanging messages, the WRITE and the atomic
 # land once it is released, and the device deletes within 5 s while it is
-# stalled. The same holds where UD, UC and an RC requester's own gathers
-# and scatters meet such memory: their doorbells return at once, UD and UC
-# drop what they cannot place (counted in odp_fault_deferred), and the RC
-# operations complete once it is released. Runs rrxe_odp_test.c against the project's rdma-core 59 userspace
+# stalled. The same holds where UD and UC receives, and RC, UC and UD
+# requesters' own gathers and scatters meet such memory: their doorbells
+# return at once, UD and UC drop what they cannot place (counted in
+# odp_fault_deferred), and the sends and RC operations complete once it
+# is released. Runs rrxe_odp_test.c against the project's rdma-core 59 userspace
 # (tools/rdma-user-env): rdma-core 44's librxe does not pass
 # ibv_advise_mr to the kernel.
 #

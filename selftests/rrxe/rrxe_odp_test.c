@@ -39,10 +39,12 @@
  *            the device meanwhile)
  *   stall_more  the rest of the stalled memory's encounters: a UD datagram
  *            and a UC WRITE into it, an RC READ and a FETCH_AND_ADD whose
- *            local results go to it, and an RC SEND gathered from it. The
+ *            local results go to it, and an RC, a UD and a UC SEND
+ *            gathered from it. The
  *            doorbells return at once, 16 SENDs between another pair
  *            complete meanwhile, and odp_fault_deferred counts. Released,
- *            the RC operations complete with the right bytes; the UD
+ *            the SENDs and the RC operations complete with the right
+ *            bytes; the UD
  *            datagram and the UC WRITE were dropped (the UD receive WQE
  *            kept), and a second datagram and WRITE land.
  *   stall_send_hold  an RC SEND gathered from stalled memory, then
@@ -730,8 +732,10 @@ static int stall_more_run(void)
 	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = 16, .max_recv_wr = 16,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
-	uint8_t *sm, *buf = malloc(8 * 4096);
-	struct ibv_mr *smr = stall_buf(&sm), *bmr;
+	uint8_t *sm, *sm2, *buf = malloc(8 * 4096);
+	struct ibv_mr *smr = stall_buf(&sm), *smr2 = stall_buf(&sm2), *bmr;
+	struct ibv_cq *cx = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *u3, *u4, *c3, *c4;
 	struct ibv_cq *cs = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	struct ibv_cq *cu = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	struct ibv_cq *co = ibv_create_cq(ctx, 64, NULL, NULL, 0);
@@ -744,7 +748,7 @@ static int stall_more_run(void)
 	uint64_t got;
 	int n;
 
-	if (!smr || !buf || !cs || !cu || !co)
+	if (!smr || !smr2 || !buf || !cs || !cu || !co || !cx)
 		FAIL("the stalled memory's ODP MR, buffers or CQs: %s", strerror(errno));
 	before = stall_count("waiting") + stall_count("nowait");
 	if (before < 0)
@@ -766,6 +770,16 @@ static int stall_more_run(void)
 	ia.send_cq = ia.recv_cq = co;
 	o1 = ibv_create_qp(pd, &ia);
 	o2 = ibv_create_qp(pd, &ia);
+	ia.qp_type = IBV_QPT_UC;
+	ia.send_cq = ia.recv_cq = cx;
+	c3 = ibv_create_qp(pd, &ia);
+	c4 = ibv_create_qp(pd, &ia);
+	u3 = ud_qp(cx);
+	u4 = ud_qp(cx);
+	if (!c3 || !c4 || !u3 || !u4 ||
+	    rrxe_connect(c3, c4->qp_num, &gid, gid_index, IBV_MTU_1024, 0, 0) ||
+	    rrxe_connect(c4, c3->qp_num, &gid, gid_index, IBV_MTU_1024, 0, 0))
+		FAIL("the UD and UC QPs that send from stalled memory");
 	if (!bmr || !u1 || !u2 || !ah || !c1 || !c2 || !r1 || !r2 || !o1 || !o2 ||
 	    rrxe_connect(c1, c2->qp_num, &gid, gid_index, IBV_MTU_1024, IBV_ACCESS_REMOTE_WRITE, 0) ||
 	    rrxe_connect(c2, c1->qp_num, &gid, gid_index, IBV_MTU_1024, IBV_ACCESS_REMOTE_WRITE, 0) ||
@@ -831,6 +845,28 @@ static int stall_more_run(void)
 		    stall_reached("the RC SEND's gather", before, 1))
 			return 1;
 	}
+	{
+		/* A UD and a UC SEND gathered from a second stalled mapping,
+		 * into receives in ordinary memory. */
+		struct ibv_sge us = { (uintptr_t)sm2, 64, smr2->lkey }, cs = { (uintptr_t)sm2 + 4096, 512, smr2->lkey };
+		struct ibv_sge ur = { (uintptr_t)buf + 3 * 4096, 40 + 64, bmr->lkey };
+		struct ibv_sge cr = { (uintptr_t)buf + 3 * 4096 + 1024, 512, bmr->lkey };
+		struct ibv_recv_wr urw = { .wr_id = 31, .sg_list = &ur, .num_sge = 1 };
+		struct ibv_recv_wr crw = { .wr_id = 33, .sg_list = &cr, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr usw = { .wr_id = 30, .sg_list = &us, .num_sge = 1, .opcode = IBV_WR_SEND,
+					   .send_flags = IBV_SEND_SIGNALED,
+					   .wr = { .ud = { ah, u4->qp_num, 0x11111111 } } };
+		struct ibv_send_wr csw = { .wr_id = 32, .sg_list = &cs, .num_sge = 1, .opcode = IBV_WR_SEND,
+					   .send_flags = IBV_SEND_SIGNALED };
+
+		memset(buf + 3 * 4096, 0xee, 4096);
+		before = stall_count("waiting") + stall_count("nowait");
+		if (ibv_post_recv(u4, &urw, &rbad) || ibv_post_recv(c4, &crw, &rbad) ||
+		    post_quick("UD SEND gathered from the stalled memory", u3, &usw) ||
+		    post_quick("UC SEND gathered from the stalled memory", c3, &csw) ||
+		    stall_reached("the UD and UC SENDs' gathers", before, 2))
+			return 1;
+	}
 	/* The other QPs of the device carry on meanwhile. */
 	for (int i = 0; i < 16; i++) {
 		struct ibv_sge rs = { (uintptr_t)buf + 6 * 4096, 4096, bmr->lkey };
@@ -857,7 +893,8 @@ static int stall_more_run(void)
 		if (buf[6 * 4096] != i + 1 || buf[6 * 4096 + 511] != i + 1)
 			FAIL("SEND %d on the first pair: wrong data", i);
 	}
-	if ((n = ibv_poll_cq(cs, 1, &wc)) || (n = ibv_poll_cq(co, 1, &wc)) || (n = ibv_poll_cq(cu, 1, &wc)))
+	if ((n = ibv_poll_cq(cs, 1, &wc)) || (n = ibv_poll_cq(co, 1, &wc)) || (n = ibv_poll_cq(cu, 1, &wc)) ||
+	    (n = ibv_poll_cq(cx, 1, &wc)))
 		FAIL("wr_id %llu completed (%s) before the stalled faults were released",
 		     (unsigned long long)wc.wr_id, n > 0 ? ibv_wc_status_str(wc.status) : "poll failed");
 	if (hw_counter(stall_dev, "odp_fault_deferred") <= deferred)
@@ -887,6 +924,19 @@ static int stall_more_run(void)
 			     n > 0 ? ibv_wc_status_str(wc.status) : "no");
 	}
 	if (same("the SEND from the released memory", buf + 5 * 4096, sm + 3 * 4096, 4096))
+		return 1;
+	/* The UD and UC SENDs go once their memory is in. */
+	for (int k = 0; k < 4; k++) {
+		long end = now_ms() + WAIT_MS;
+
+		while (!(n = ibv_poll_cq(cx, 1, &wc)) && now_ms() < end)
+			usleep(1000);
+		if (n <= 0 || wc.status != IBV_WC_SUCCESS || wc.wr_id < 30 || wc.wr_id > 33)
+			FAIL("the UD and UC SENDs from the released memory: %s completion (%d of 4)",
+			     n > 0 ? ibv_wc_status_str(wc.status) : "no", k);
+	}
+	if (same("the UD SEND from the released memory", buf + 3 * 4096 + 40, sm2, 64) ||
+	    same("the UC SEND from the released memory", buf + 3 * 4096 + 1024, sm2 + 4096, 512))
 		return 1;
 	{
 		/* UD: the datagram was dropped; its receive WQE is still there,

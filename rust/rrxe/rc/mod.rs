@@ -61,6 +61,7 @@ pub use replies::run as run_replies;
 pub use requester::run;
 pub use responder::responder;
 pub use state::{reset, RcLocks, ReqState, RespState};
+pub(crate) use timer::kick_later;
 
 use crate::ib::{device::Device, stats::Counter};
 use crate::logic::{

@@ -65,6 +65,17 @@ pub(super) fn arm(s: &Arc<QpShared>, rc: &mut ReqState) {
     rc.timer_at = Some(want);
 }
 
+/// Runs `s`'s send task in `us` microseconds: a UD or UC send queue that
+/// waits for on-demand memory (the QP's one timer is RC's otherwise).
+pub(crate) fn kick_later(s: &Arc<QpShared>, us: u32) {
+    let mut rc = s.rc.req.lock();
+    if s.is_dead() {
+        return;
+    }
+    drop(rc.take_timer());
+    rc.timer = Some(s.clone().start(Delta::from_micros(i64::from(us))));
+}
+
 /// The retransmit timer for QP attributes `a`, after the backoff `b`.
 fn ack_timeout(a: &QpAttrs, b: &Backoff) -> Option<Delta> {
     b.timeout_us(a.timeout)
