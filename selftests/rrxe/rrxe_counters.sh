@@ -19,8 +19,8 @@ load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && mk_dummy rrxtd1 && link_add rrxek0 rrxtd0 || ktap_exit_fail_msg "setup failed"
 hw=/sys/class/infiniband/rrxek0/ports/1/hw_counters
 
-check "26 counters in sysfs, all readable" \
-	bash -c "[ \$(ls $hw | grep -vc lifespan) = 26 ] && cat $hw/* >/dev/null"
+check "27 counters in sysfs, all readable" \
+	bash -c "[ \$(ls $hw | grep -vc lifespan) = 27 ] && cat $hw/* >/dev/null"
 # stat_names DEV: the counter names of DEV's port 1 in `rdma statistic`,
 # in its order (the driver's), one a line.
 stat_names() {
