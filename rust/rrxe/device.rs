@@ -12,7 +12,7 @@ use crate::ib::{
     link::LinkHandler,
     net::NetTicket,
     netdev::{Event, Handler, NetDev},
-    stats::{self, Counter},
+    stats::{self, Counter, PortCounters},
 };
 use crate::logic::{
     cqe::{status, Wc},
@@ -54,9 +54,9 @@ pub struct RrxeDev {
     active_mtu: AtomicU32,
     /// Number of live PDs, bounded by `max_pd`.
     pds: AtomicU32,
-    /// Port counters, indexed by `stats::Counter` (`link_downed` among
-    /// them).
-    counters: [AtomicU64; stats::NUM_COUNTERS],
+    /// Port counters (`link_downed` among them); shared with the CQs,
+    /// which count the completions they lose.
+    counters: Arc<PortCounters>,
     /// Device memory in use, in bytes (whole pages), at most
     /// `attrs.max_dm_size`; shared with the allocations, which give their
     /// share back when they go.
@@ -104,8 +104,13 @@ impl RrxeDev {
     }
 
     /// Adds `n` to a port counter.
-    pub fn count(&self, c: Counter, n: u64) {
-        self.counters[c as usize].fetch_add(n, Ordering::Relaxed);
+    pub fn count(&self, counter: Counter, n: u64) {
+        self.counters.count(counter, n);
+    }
+
+    /// The port counters, for an object that counts into them.
+    pub fn counters(&self) -> &Arc<PortCounters> {
+        &self.counters
     }
 
     /// Counts a send WQE that finished with `wc` (signaled or not), as
@@ -271,8 +276,7 @@ impl Driver for Rrxe {
     }
 
     fn hw_counters(dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
-        let c = &dev.data().counters;
-        core::array::from_fn(|i| c[i].load(Ordering::Relaxed))
+        dev.data().counters.read()
     }
 
     fn rx_accept(dev: &Device<Self>, pkt: &[u8]) -> bool {
@@ -335,7 +339,7 @@ impl LinkHandler for Rrxe {
             mws <- Pool::new(l::MIN_MW_INDEX, l::MAX_MW_INDEX, l::MAX_MW),
             active_mtu: AtomicU32::new(mtu::active_mtu(ndev.mtu()) as u32),
             pds: AtomicU32::new(0),
-            counters: [const { AtomicU64::new(0) }; stats::NUM_COUNTERS],
+            counters: Arc::new(PortCounters::default(), GFP_KERNEL)?,
             dm_used: Arc::new(AtomicU64::new(0), GFP_KERNEL)?,
             cqs: AtomicU32::new(0),
             qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),

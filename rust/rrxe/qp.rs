@@ -241,12 +241,15 @@ impl QpShared {
         self.dead.load(Ordering::Acquire)
     }
 
-    /// Posts a completion to the send CQ. A destroyed QP that another
-    /// thread still holds completes nothing (`ENODEV`): its consumer has
-    /// forgotten it, and a kernel QP's handle is stale. `dead` is checked
-    /// under the CQ's lock, which destruction takes after setting it.
-    pub fn send_wc(&self, wc: &Wc) -> Result {
-        cq::post(&self.send_cq, wc, false, &self.dead)
+    /// Posts a completion to the send CQ; returns whether it was added.
+    /// Callers need not act on a completion not added: a full CQ has
+    /// raised its error event and counted the loss (`cq::post`), and a
+    /// destroyed QP that another thread still holds completes nothing, on
+    /// purpose: its consumer has forgotten it, and a kernel QP's handle is
+    /// stale. `dead` is checked under the CQ's lock, which destruction
+    /// takes after setting it.
+    pub fn send_wc(&self, wc: &Wc) -> bool {
+        cq::post(&self.send_cq, wc, false, &self.dead).is_ok()
     }
 
     /// The attributes of a connected QP whose responder may take a packet
@@ -271,12 +274,12 @@ impl QpShared {
             wr_id: wqe::wr_id(slot).unwrap_or(0),
             ..Default::default()
         };
-        let _ = self.recv_wc(&wc, false);
+        self.recv_wc(&wc, false);
     }
 
     /// Posts a completion to the receive CQ, as [`Self::send_wc`] does.
-    pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> Result {
-        cq::post(&self.recv_cq, wc, solicited, &self.dead)
+    pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> bool {
+        cq::post(&self.recv_cq, wc, solicited, &self.dead).is_ok()
     }
 }
 

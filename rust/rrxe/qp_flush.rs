@@ -35,7 +35,7 @@ pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
     let mut n = 0;
     while g.sq.pop(&mut slot) {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-        if s.send_wc(&wc).is_err() {
+        if !s.send_wc(&wc) {
             break;
         }
         n += 1;
@@ -48,7 +48,7 @@ pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
         n = 0;
         while rq.pop(&mut slot) {
             wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-            if s.recv_wc(&wc, false).is_err() {
+            if !s.recv_wc(&wc, false) {
                 break;
             }
             n += 1;
