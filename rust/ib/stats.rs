@@ -95,9 +95,9 @@ impl Default for PortCounters {
 }
 
 impl PortCounters {
-    /// Adds `n` to `counter`.
-    pub fn count(&self, counter: Counter, n: u64) {
-        self.0[counter as usize].fetch_add(n, Ordering::Relaxed);
+    /// Adds `amount` to `counter`.
+    pub fn count(&self, counter: Counter, amount: u64) {
+        self.0[counter as usize].fetch_add(amount, Ordering::Relaxed);
     }
 
     /// The values, in the order of the names.

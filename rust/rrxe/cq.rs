@@ -286,12 +286,12 @@ impl CqOps<Rrxe> for RrxeCq {
     }
 
     /// `peek_cq` (kernel CQs).
-    fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
+    fn peek_cq(cq: &Cq<Rrxe>, wc_cnt: u32) -> u32 {
         let g = cq.data().shared.inner.lock();
         match &g.ring {
             Ring::Kernel {
                 geo, prod, cons, ..
-            } => geo.count(*prod, *cons).min(n),
+            } => geo.count(*prod, *cons).min(wc_cnt),
             Ring::User { .. } => 0,
         }
     }

@@ -24,7 +24,7 @@ use crate::ib::{
 use crate::logic::uc::RxSeq;
 use crate::logic::{
     cqe::{status, Wc},
-    limits as l,
+    limits,
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
     wqe,
 };
@@ -326,8 +326,8 @@ impl GateOwner for QpShared {
 pub const GSI_QPN: u32 = 1;
 
 /// The errno of an attribute the logic refused.
-pub(crate) fn attr_err(e: AttrError) -> Error {
-    match e {
+pub(crate) fn attr_err(err: AttrError) -> Error {
+    match err {
         AttrError::Invalid => EINVAL,
         AttrError::NotSupported => EOPNOTSUPP,
     }
@@ -336,8 +336,8 @@ pub(crate) fn attr_err(e: AttrError) -> Error {
 #[vtable]
 impl QpOps<Rrxe> for RrxeQp {
     /// `destroy_qp`: see `RrxeQp::destroy`; never refused.
-    fn destroy_qp(q: &Qp<Rrxe>) -> Result {
-        q.data().destroy(q.device().data());
+    fn destroy_qp(ibqp: &Qp<Rrxe>) -> Result {
+        ibqp.data().destroy(ibqp.device().data());
         Ok(())
     }
 
@@ -555,16 +555,16 @@ impl QpOps<Rrxe> for RrxeQp {
     /// these attributes, and every value named must be in range; then the
     /// values are taken.
     fn modify_qp(
-        q: &Qp<Rrxe>,
+        ibqp: &Qp<Rrxe>,
         new: &QpAttrs,
         cur: Option<QpState>,
         mask: u32,
         _udata: Option<&Udata>,
     ) -> Result {
-        let s = &q.data().shared;
+        let s = &ibqp.data().shared;
         if mask & qp::mask::STATE != 0 && new.state == QpState::Reset {
             rrxe_dbg!(
-                q.device().data(),
+                ibqp.device().data(),
                 Site::QpState,
                 "qp {:#x}: -> Reset (modify_qp)",
                 s.qpn
@@ -584,7 +584,7 @@ impl QpOps<Rrxe> for RrxeQp {
         if g.attrs.state != was {
             let now = g.attrs.state;
             rrxe_dbg!(
-                q.device().data(),
+                ibqp.device().data(),
                 Site::QpState,
                 "qp {:#x}: {was:?} -> {now:?} (modify_qp)",
                 s.qpn
@@ -642,32 +642,32 @@ impl QpOps<Rrxe> for RrxeQp {
     }
 
     /// `query_qp`.
-    fn query_qp(q: &Qp<Rrxe>) -> Result<(QpAttrs, QpCap, bool)> {
-        let s = &q.data().shared;
+    fn query_qp(ibqp: &Qp<Rrxe>) -> Result<(QpAttrs, QpCap, bool)> {
+        let s = &ibqp.data().shared;
         let attrs = s.inner.lock().attrs;
         Ok((attrs, s.cap, s.sig_all))
     }
 
     /// The user doorbell: the send queue is processed as UD, UC or RC
     /// requires.
-    fn post_send_user(q: &Qp<Rrxe>) -> Result {
-        crate::rrxe::sq::post_send_user(q)
+    fn post_send_user(ibqp: &Qp<Rrxe>) -> Result {
+        crate::rrxe::sq::post_send_user(ibqp)
     }
 
     /// `attach_mcast`: see the multicast groups.
-    fn attach_mcast(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
-        crate::rrxe::mcast::attach(q, gid)
+    fn attach_mcast(ibqp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+        crate::rrxe::mcast::attach(ibqp, gid)
     }
 
     /// `detach_mcast`: see the multicast groups.
-    fn detach_mcast(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
-        crate::rrxe::mcast::detach(q, gid)
+    fn detach_mcast(ibqp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+        crate::rrxe::mcast::detach(ibqp, gid)
     }
 
     /// `ib_post_send` on a kernel QP: the work request goes into the send
     /// ring in the rxe layout and the send task is kicked. Does not sleep.
-    fn post_send_kernel(q: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
-        let s = &q.data().shared;
+    fn post_send_kernel(ibqp: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
+        let s = &ibqp.data().shared;
         if !s.kernel {
             // Requests for user QPs come through the mapped ring.
             return Err(EOPNOTSUPP);
@@ -734,8 +734,8 @@ impl QpOps<Rrxe> for RrxeQp {
 
     /// `ib_post_recv` on a kernel QP: into the receive ring (flushed at once
     /// in ERR). Does not sleep.
-    fn post_recv(q: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
-        let s = &q.data().shared;
+    fn post_recv(ibqp: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
+        let s = &ibqp.data().shared;
         if !s.kernel || s.srq.is_some() {
             return Err(EINVAL);
         }
@@ -767,4 +767,5 @@ const KERNEL_WQE_MAX: usize = 1024;
 
 /// Largest QP ring: `max_qp_wr` slots of the largest WQE (1 KiB), as rxe
 /// allows (a gigabyte of kernel memory for a maximal send queue).
-const MAX_QP_RING_BYTES: usize = crate::logic::ring::HDR_SIZE + ((l::MAX_QP_WR as usize + 1) << 10);
+const MAX_QP_RING_BYTES: usize =
+    crate::logic::ring::HDR_SIZE + ((limits::MAX_QP_WR as usize + 1) << 10);
