@@ -148,8 +148,9 @@ void rrxe_ib_set_dm_uapi(struct ib_device *ibdev) { ibdev->driver_def = rrxe_uap
 
 /*
  * The port's hardware counters: rdma_rxe's 17, under its names and in its
- * order, then the drops by reason (rrxe_hw_counter in helpers.h indexes
- * them). out_of_buffer is mlx5's name for the same drop.
+ * order, then the drops by reason and the completions lost to full CQs
+ * (rrxe_hw_counter in helpers.h indexes them). out_of_buffer is mlx5's
+ * name for the same drop.
  */
 static const struct rdma_stat_desc rrxe_counter_descs[] = {
 	[RRXE_CNT_SENT_PKTS].name = "sent_pkts",
@@ -179,6 +180,7 @@ static const struct rdma_stat_desc rrxe_counter_descs[] = {
 	[RRXE_CNT_OUT_OF_BUFFER].name = "out_of_buffer",
 	[RRXE_CNT_SEND_NO_ROUTE].name = "send_no_route",
 	[RRXE_CNT_ODP_FAULT_DEFERRED].name = "odp_fault_deferred",
+	[RRXE_CNT_CQ_OVERFLOW].name = "cq_overflow",
 };
 static_assert(ARRAY_SIZE(rrxe_counter_descs) == RRXE_NUM_COUNTERS);
 

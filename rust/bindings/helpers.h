@@ -51,7 +51,7 @@ struct rrxe_dm_head {
 
 /*
  * Port counters: rdma_rxe's, in its order, then the packets dropped, by
- * reason (names in helpers.c).
+ * reason, and the completions lost to full CQs (names in helpers.c).
  */
 enum rrxe_hw_counter {
 	RRXE_CNT_SENT_PKTS,
@@ -81,6 +81,7 @@ enum rrxe_hw_counter {
 	RRXE_CNT_OUT_OF_BUFFER,
 	RRXE_CNT_SEND_NO_ROUTE,
 	RRXE_CNT_ODP_FAULT_DEFERRED,
+	RRXE_CNT_CQ_OVERFLOW,
 	RRXE_NUM_COUNTERS,
 };
 

@@ -63,11 +63,11 @@ pub struct Sgid {
 impl AhInit {
     /// # Safety
     ///
-    /// `a` must point to a valid `rdma_ah_init_attr` whose `ah_attr` holds a
+    /// `raw` must point to a valid `rdma_ah_init_attr` whose `ah_attr` holds a
     /// referenced (or null) `sgid_attr`, for the call.
-    pub(crate) unsafe fn from_raw(a: *const bindings::rdma_ah_init_attr, user: bool) -> Self {
+    pub(crate) unsafe fn from_raw(raw: *const bindings::rdma_ah_init_attr, user: bool) -> Self {
         // SAFETY: The caller's promise.
-        let (attr, flags) = unsafe { (&*(*a).ah_attr, (*a).flags) };
+        let (attr, flags) = unsafe { (&*(*raw).ah_attr, (*raw).flags) };
         // SAFETY: As above: a held GID attribute, or null.
         let sgid = unsafe { attr.grh.sgid_attr.as_ref() }.map(|g| Sgid {
             // SAFETY: `raw` covers the whole GID union.

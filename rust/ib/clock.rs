@@ -38,9 +38,9 @@ impl Mono {
         Self(unsafe { bindings::rrxe_ktime_get_coarse() })
     }
 
-    /// `d` after `self` (saturating).
-    pub fn after(self, d: Delta) -> Self {
-        Self(self.0.saturating_add(d.as_nanos()))
+    /// `delay` after `self` (saturating).
+    pub fn after(self, delay: Delta) -> Self {
+        Self(self.0.saturating_add(delay.as_nanos()))
     }
 
     /// How long from `self` until `later` (zero if it is not later).

@@ -91,17 +91,17 @@ pub enum NotifyArm {
 }
 
 impl NotifyFlags {
-    pub(crate) fn from_raw(f: u32) -> Self {
-        let arm = if f & bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP != 0 {
+    pub(crate) fn from_raw(flags: u32) -> Self {
+        let arm = if flags & bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP != 0 {
             Some(NotifyArm::Next)
-        } else if f & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED != 0 {
+        } else if flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED != 0 {
             Some(NotifyArm::Solicited)
         } else {
             None
         };
         Self {
             arm,
-            report_missed: f & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0,
+            report_missed: flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0,
         }
     }
 }
@@ -133,7 +133,7 @@ impl<'a> WcOut<'a> {
     }
 
     /// Appends a completion; returns `false` (and writes nothing) when full.
-    pub fn push(&mut self, c: &Wc) -> bool {
+    pub fn push(&mut self, wc: &Wc) -> bool {
         let Some(w) = self.wc.get_mut(self.n) else {
             return false;
         };
@@ -141,23 +141,23 @@ impl<'a> WcOut<'a> {
         *w = unsafe { core::mem::zeroed() };
         // SAFETY: Writing a union member of plain integer type.
         unsafe {
-            *w.__bindgen_anon_1.wr_id.as_mut() = c.wr_id;
-            *w.ex.invalidate_rkey.as_mut() = c.ex;
+            *w.__bindgen_anon_1.wr_id.as_mut() = wc.wr_id;
+            *w.ex.invalidate_rkey.as_mut() = wc.ex;
         }
-        w.status = c.status;
-        w.opcode = c.opcode;
-        w.vendor_err = c.vendor_err;
-        w.byte_len = c.byte_len;
-        w.src_qp = c.src_qp;
-        w.slid = c.slid.into();
-        w.wc_flags = c.wc_flags as c_int;
-        w.pkey_index = c.pkey_index;
-        w.sl = c.sl;
-        w.dlid_path_bits = c.dlid_path_bits;
-        w.port_num = c.port_num.into();
-        w.network_hdr_type = c.network_hdr_type;
+        w.status = wc.status;
+        w.opcode = wc.opcode;
+        w.vendor_err = wc.vendor_err;
+        w.byte_len = wc.byte_len;
+        w.src_qp = wc.src_qp;
+        w.slid = wc.slid.into();
+        w.wc_flags = wc.wc_flags as c_int;
+        w.pkey_index = wc.pkey_index;
+        w.sl = wc.sl;
+        w.dlid_path_bits = wc.dlid_path_bits;
+        w.port_num = wc.port_num.into();
+        w.network_hdr_type = wc.network_hdr_type;
         // The handle the driver was given for the QP at its creation.
-        w.qp = c.qp_cookie as *mut bindings::ib_qp;
+        w.qp = wc.qp_cookie as *mut bindings::ib_qp;
         self.n += 1;
         true
     }
@@ -341,22 +341,22 @@ pub(super) unsafe extern "C" fn req_notify_cq_callback<T: Driver>(
 ///
 /// # Safety
 ///
-/// `cq` must be a live CQ of `T` and `wc` must have room for `n` entries
-/// (or be null), for the call.
+/// `cq` must be a live CQ of `T` and `wc` must have room for `num_entries`
+/// entries (or be null), for the call.
 pub(super) unsafe extern "C" fn poll_cq_callback<T: Driver>(
     cq: *mut bindings::ib_cq,
-    n: c_int,
+    num_entries: c_int,
     wc: *mut bindings::ib_wc,
 ) -> c_int {
-    if n <= 0 || wc.is_null() {
+    if num_entries <= 0 || wc.is_null() {
         return 0;
     }
-    // SAFETY: A live CQ of this device; `wc` has room for `n` entries
-    // (the caller's promise to `ib_poll_cq`).
+    // SAFETY: A live CQ of this device; `wc` has room for `num_entries`
+    // entries (the caller's promise to `ib_poll_cq`).
     let (c, wc) = unsafe {
         (
             Cq::<T>::from_raw(cq),
-            core::slice::from_raw_parts_mut(wc, n as usize),
+            core::slice::from_raw_parts_mut(wc, num_entries as usize),
         )
     };
     let mut out = WcOut::new(wc);
@@ -371,11 +371,11 @@ pub(super) unsafe extern "C" fn poll_cq_callback<T: Driver>(
 /// `cq` must be a live CQ of `T`, for the call.
 pub(super) unsafe extern "C" fn peek_cq_callback<T: Driver>(
     cq: *mut bindings::ib_cq,
-    n: c_int,
+    wc_cnt: c_int,
 ) -> c_int {
-    if n <= 0 {
+    if wc_cnt <= 0 {
         return 0;
     }
     // SAFETY: A live CQ of this device.
-    T::Cq::peek_cq(unsafe { Cq::<T>::from_raw(cq) }, n as u32) as c_int
+    T::Cq::peek_cq(unsafe { Cq::<T>::from_raw(cq) }, wc_cnt as u32) as c_int
 }

@@ -91,12 +91,12 @@ impl Charge {
         }
     }
 
-    /// Runs `f`, which allocates up to about `bytes` with the flags it is
+    /// Runs `op`, which allocates up to about `bytes` with the flags it is
     /// given, charging that to this object's cgroup whatever the context;
     /// `ENOMEM` instead when the cgroup lacks the room (see the module's
     /// doc). Process context; may sleep.
-    pub fn run<R>(&self, bytes: usize, f: impl FnOnce(Flags) -> Result<R>) -> Result<R> {
-        self.scoped(bytes.saturating_add(ROUNDING), f)
+    pub fn run<R>(&self, bytes: usize, op: impl FnOnce(Flags) -> Result<R>) -> Result<R> {
+        self.scoped(bytes.saturating_add(ROUNDING), op)
     }
 
     /// `ENOMEM` unless the cgroup has room for about `bytes` more: for
@@ -107,16 +107,16 @@ impl Charge {
     }
 
     /// [`Self::run`] with `room` bytes of room asked for.
-    fn scoped<R>(&self, room: usize, f: impl FnOnce(Flags) -> Result<R>) -> Result<R> {
+    fn scoped<R>(&self, room: usize, op: impl FnOnce(Flags) -> Result<R>) -> Result<R> {
         let Some(m) = self.memcg else {
-            return f(flags::GFP_KERNEL);
+            return op(flags::GFP_KERNEL);
         };
         // SAFETY: `m` is referenced (type invariant) for as long as this
         // scope, which ends below.
         let old = unsafe { bindings::rrxe_memcg_enter(m.as_ptr()) };
         // SAFETY: Process context (the caller's promise); no preconditions.
         let r = to_result(unsafe { bindings::rrxe_memcg_room(room) })
-            .and_then(|()| f(flags::GFP_KERNEL_ACCOUNT));
+            .and_then(|()| op(flags::GFP_KERNEL_ACCOUNT));
         // SAFETY: Restores the scope that was active before ours.
         unsafe { bindings::rrxe_memcg_leave(old) };
         r

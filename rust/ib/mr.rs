@@ -284,8 +284,8 @@ pub unsafe fn write_dma_addr(addr: u64, src: &[u8]) -> Result {
 
 /// The result of a callback that returns an MR: the MR, or the error as an
 /// error pointer.
-fn mr_result(r: Result<*mut bindings::ib_mr>) -> *mut bindings::ib_mr {
-    r.unwrap_or_else(Error::to_ptr)
+fn mr_result(result: Result<*mut bindings::ib_mr>) -> *mut bindings::ib_mr {
+    result.unwrap_or_else(Error::to_ptr)
 }
 
 /// The `reg_user_mr` op.

@@ -98,14 +98,14 @@ pub enum QpType {
 }
 
 impl QpType {
-    pub(crate) fn from_raw(t: bindings::ib_qp_type) -> Self {
-        match t {
+    pub(crate) fn from_raw(ty: bindings::ib_qp_type) -> Self {
+        match ty {
             bindings::ib_qp_type_IB_QPT_SMI => Self::Smi,
             bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
             bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
             bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
             bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
-            t => Self::Other(t),
+            ty => Self::Other(ty),
         }
     }
 }
@@ -138,21 +138,21 @@ pub struct QpInit {
 impl QpInit {
     /// # Safety
     ///
-    /// `a` must point to a valid `ib_qp_init_attr` for the call.
-    pub(crate) unsafe fn from_raw(a: *const bindings::ib_qp_init_attr) -> Self {
+    /// `raw` must point to a valid `ib_qp_init_attr` for the call.
+    pub(crate) unsafe fn from_raw(raw: *const bindings::ib_qp_init_attr) -> Self {
         // SAFETY: The caller's promise.
-        let a = unsafe { &*a };
+        let raw = unsafe { &*raw };
         Self {
-            ty: QpType::from_raw(a.qp_type),
-            cap: cap_from_raw(&a.cap),
-            sig_all: a.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
-            create_flags: a.create_flags,
-            port_num: a.port_num,
-            has_srq: !a.srq.is_null(),
-            has_cqs: !a.send_cq.is_null() && !a.recv_cq.is_null(),
-            send_cq: a.send_cq,
-            recv_cq: a.recv_cq,
-            srq: a.srq,
+            ty: QpType::from_raw(raw.qp_type),
+            cap: cap_from_raw(&raw.cap),
+            sig_all: raw.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+            create_flags: raw.create_flags,
+            port_num: raw.port_num,
+            has_srq: !raw.srq.is_null(),
+            has_cqs: !raw.send_cq.is_null() && !raw.recv_cq.is_null(),
+            send_cq: raw.send_cq,
+            recv_cq: raw.recv_cq,
+            srq: raw.srq,
             handle: 0,
         }
     }
@@ -178,40 +178,40 @@ impl QpInit {
     }
 }
 
-fn cap_from_raw(c: &bindings::ib_qp_cap) -> QpCap {
+fn cap_from_raw(cap: &bindings::ib_qp_cap) -> QpCap {
     QpCap {
-        max_send_wr: c.max_send_wr,
-        max_recv_wr: c.max_recv_wr,
-        max_send_sge: c.max_send_sge,
-        max_recv_sge: c.max_recv_sge,
-        max_inline_data: c.max_inline_data,
+        max_send_wr: cap.max_send_wr,
+        max_recv_wr: cap.max_recv_wr,
+        max_send_sge: cap.max_send_sge,
+        max_recv_sge: cap.max_recv_sge,
+        max_inline_data: cap.max_inline_data,
     }
 }
 
-pub(crate) fn cap_to_raw(c: &QpCap, out: &mut bindings::ib_qp_cap) {
-    out.max_send_wr = c.max_send_wr;
-    out.max_recv_wr = c.max_recv_wr;
-    out.max_send_sge = c.max_send_sge;
-    out.max_recv_sge = c.max_recv_sge;
-    out.max_inline_data = c.max_inline_data;
+pub(crate) fn cap_to_raw(cap: &QpCap, out: &mut bindings::ib_qp_cap) {
+    out.max_send_wr = cap.max_send_wr;
+    out.max_recv_wr = cap.max_recv_wr;
+    out.max_send_sge = cap.max_send_sge;
+    out.max_recv_sge = cap.max_recv_sge;
+    out.max_inline_data = cap.max_inline_data;
 }
 
 /// Reads an AV; its source GID only if `with_sgid` (the caller knows the
 /// core filled `grh.sgid_attr`: other fields may be uninitialised when the
 /// mask does not name the AV).
-pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr, with_sgid: bool) -> Av {
+pub(crate) fn av_from_raw(ah_attr: &bindings::rdma_ah_attr, with_sgid: bool) -> Av {
     // SAFETY: `raw` covers the whole GID union; `roce` is the member the
     // core fills for RoCE address handles (and zero otherwise).
     let (dgid, dmac) = unsafe {
         (
-            *a.grh.dgid.raw.as_ref(),
-            a.__bindgen_anon_1.roce.as_ref().dmac,
+            *ah_attr.grh.dgid.raw.as_ref(),
+            ah_attr.__bindgen_anon_1.roce.as_ref().dmac,
         )
     };
     let sgid = if with_sgid {
         // SAFETY: The core resolves and references the source GID attribute
         // for the call (or leaves it null).
-        let attr = unsafe { a.grh.sgid_attr.as_ref() };
+        let attr = unsafe { ah_attr.grh.sgid_attr.as_ref() };
         // SAFETY: `raw` covers the whole GID union.
         attr.map_or([0; 16], |g| unsafe { *g.gid.raw.as_ref() })
     } else {
@@ -220,101 +220,104 @@ pub(crate) fn av_from_raw(a: &bindings::rdma_ah_attr, with_sgid: bool) -> Av {
     Av {
         sgid,
         dgid,
-        sgid_index: a.grh.sgid_index,
-        flow_label: a.grh.flow_label,
-        hop_limit: a.grh.hop_limit,
-        traffic_class: a.grh.traffic_class,
-        sl: a.sl,
-        static_rate: a.static_rate,
+        sgid_index: ah_attr.grh.sgid_index,
+        flow_label: ah_attr.grh.flow_label,
+        hop_limit: ah_attr.grh.hop_limit,
+        traffic_class: ah_attr.grh.traffic_class,
+        sl: ah_attr.sl,
+        static_rate: ah_attr.static_rate,
         dmac,
-        port_num: a.port_num,
+        port_num: ah_attr.port_num,
     }
 }
 
-pub(crate) fn av_to_raw(v: &Av, out: &mut bindings::rdma_ah_attr) {
+pub(crate) fn av_to_raw(av: &Av, out: &mut bindings::rdma_ah_attr) {
     // SAFETY: All-zero is a valid `rdma_ah_attr` (a null GID attribute).
     *out = unsafe { core::mem::zeroed() };
     out.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
     out.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
-    out.port_num = v.port_num;
-    out.sl = v.sl;
-    out.static_rate = v.static_rate;
-    out.grh.flow_label = v.flow_label;
-    out.grh.sgid_index = v.sgid_index;
-    out.grh.hop_limit = v.hop_limit;
-    out.grh.traffic_class = v.traffic_class;
+    out.port_num = av.port_num;
+    out.sl = av.sl;
+    out.static_rate = av.static_rate;
+    out.grh.flow_label = av.flow_label;
+    out.grh.sgid_index = av.sgid_index;
+    out.grh.hop_limit = av.hop_limit;
+    out.grh.traffic_class = av.traffic_class;
     // SAFETY: Writing plain-data union members.
     unsafe {
-        *out.grh.dgid.raw.as_mut() = v.dgid;
-        out.__bindgen_anon_1.roce.as_mut().dmac = v.dmac;
+        *out.grh.dgid.raw.as_mut() = av.dgid;
+        out.__bindgen_anon_1.roce.as_mut().dmac = av.dmac;
     }
 }
 
 /// Reads the attributes of a `modify_qp` call. Invalid state values map
 /// to `None`.
 pub(crate) fn attrs_from_raw(
-    a: &bindings::ib_qp_attr,
+    attr: &bindings::ib_qp_attr,
     mask: u32,
 ) -> Option<(QpAttrs, Option<QpState>, QpCap)> {
     Some((
         QpAttrs {
-            state: QpState::from_raw(a.qp_state).unwrap_or_default(),
-            path_mtu: a.path_mtu,
-            path_mig_state: a.path_mig_state,
-            qkey: a.qkey,
-            rq_psn: a.rq_psn,
-            sq_psn: a.sq_psn,
-            dest_qp_num: a.dest_qp_num,
-            qp_access_flags: a.qp_access_flags as u32,
-            av: av_from_raw(&a.ah_attr, mask & bindings::ib_qp_attr_mask_IB_QP_AV != 0),
-            alt_av: av_from_raw(&a.alt_ah_attr, false),
-            pkey_index: a.pkey_index,
-            alt_pkey_index: a.alt_pkey_index,
-            en_sqd_async_notify: a.en_sqd_async_notify,
-            sq_draining: a.sq_draining,
-            max_rd_atomic: a.max_rd_atomic,
-            max_dest_rd_atomic: a.max_dest_rd_atomic,
-            min_rnr_timer: a.min_rnr_timer,
-            port_num: a.port_num,
-            timeout: a.timeout,
-            retry_cnt: a.retry_cnt,
-            rnr_retry: a.rnr_retry,
-            alt_port_num: a.alt_port_num,
-            alt_timeout: a.alt_timeout,
+            state: QpState::from_raw(attr.qp_state).unwrap_or_default(),
+            path_mtu: attr.path_mtu,
+            path_mig_state: attr.path_mig_state,
+            qkey: attr.qkey,
+            rq_psn: attr.rq_psn,
+            sq_psn: attr.sq_psn,
+            dest_qp_num: attr.dest_qp_num,
+            qp_access_flags: attr.qp_access_flags as u32,
+            av: av_from_raw(
+                &attr.ah_attr,
+                mask & bindings::ib_qp_attr_mask_IB_QP_AV != 0,
+            ),
+            alt_av: av_from_raw(&attr.alt_ah_attr, false),
+            pkey_index: attr.pkey_index,
+            alt_pkey_index: attr.alt_pkey_index,
+            en_sqd_async_notify: attr.en_sqd_async_notify,
+            sq_draining: attr.sq_draining,
+            max_rd_atomic: attr.max_rd_atomic,
+            max_dest_rd_atomic: attr.max_dest_rd_atomic,
+            min_rnr_timer: attr.min_rnr_timer,
+            port_num: attr.port_num,
+            timeout: attr.timeout,
+            retry_cnt: attr.retry_cnt,
+            rnr_retry: attr.rnr_retry,
+            alt_port_num: attr.alt_port_num,
+            alt_timeout: attr.alt_timeout,
         },
-        QpState::from_raw(a.cur_qp_state),
-        cap_from_raw(&a.cap),
+        QpState::from_raw(attr.cur_qp_state),
+        cap_from_raw(&attr.cap),
     ))
-    .filter(|_| QpState::from_raw(a.qp_state).is_some())
+    .filter(|_| QpState::from_raw(attr.qp_state).is_some())
 }
 
 /// Writes a QP's attributes for `query_qp`.
-pub(crate) fn attrs_to_raw(v: &QpAttrs, cap: &QpCap, out: &mut bindings::ib_qp_attr) {
-    out.qp_state = v.state as u32;
-    out.cur_qp_state = v.state as u32;
-    out.path_mtu = v.path_mtu;
-    out.path_mig_state = v.path_mig_state;
-    out.qkey = v.qkey;
-    out.rq_psn = v.rq_psn;
-    out.sq_psn = v.sq_psn;
-    out.dest_qp_num = v.dest_qp_num;
-    out.qp_access_flags = v.qp_access_flags as c_int;
+pub(crate) fn attrs_to_raw(attrs: &QpAttrs, cap: &QpCap, out: &mut bindings::ib_qp_attr) {
+    out.qp_state = attrs.state as u32;
+    out.cur_qp_state = attrs.state as u32;
+    out.path_mtu = attrs.path_mtu;
+    out.path_mig_state = attrs.path_mig_state;
+    out.qkey = attrs.qkey;
+    out.rq_psn = attrs.rq_psn;
+    out.sq_psn = attrs.sq_psn;
+    out.dest_qp_num = attrs.dest_qp_num;
+    out.qp_access_flags = attrs.qp_access_flags as c_int;
     cap_to_raw(cap, &mut out.cap);
-    av_to_raw(&v.av, &mut out.ah_attr);
-    av_to_raw(&v.alt_av, &mut out.alt_ah_attr);
-    out.pkey_index = v.pkey_index;
-    out.alt_pkey_index = v.alt_pkey_index;
-    out.en_sqd_async_notify = v.en_sqd_async_notify;
-    out.sq_draining = v.sq_draining;
-    out.max_rd_atomic = v.max_rd_atomic;
-    out.max_dest_rd_atomic = v.max_dest_rd_atomic;
-    out.min_rnr_timer = v.min_rnr_timer;
-    out.port_num = v.port_num;
-    out.timeout = v.timeout;
-    out.retry_cnt = v.retry_cnt;
-    out.rnr_retry = v.rnr_retry;
-    out.alt_port_num = v.alt_port_num;
-    out.alt_timeout = v.alt_timeout;
+    av_to_raw(&attrs.av, &mut out.ah_attr);
+    av_to_raw(&attrs.alt_av, &mut out.alt_ah_attr);
+    out.pkey_index = attrs.pkey_index;
+    out.alt_pkey_index = attrs.alt_pkey_index;
+    out.en_sqd_async_notify = attrs.en_sqd_async_notify;
+    out.sq_draining = attrs.sq_draining;
+    out.max_rd_atomic = attrs.max_rd_atomic;
+    out.max_dest_rd_atomic = attrs.max_dest_rd_atomic;
+    out.min_rnr_timer = attrs.min_rnr_timer;
+    out.port_num = attrs.port_num;
+    out.timeout = attrs.timeout;
+    out.retry_cnt = attrs.retry_cnt;
+    out.rnr_retry = attrs.rnr_retry;
+    out.alt_port_num = attrs.alt_port_num;
+    out.alt_timeout = attrs.alt_timeout;
 }
 
 /// Whether the IB spec allows moving a QP of type `ty` from `cur` to

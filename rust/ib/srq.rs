@@ -61,18 +61,18 @@ pub struct SrqAttr {
 }
 
 impl SrqAttr {
-    pub(crate) fn from_raw(a: &bindings::ib_srq_attr) -> Self {
+    pub(crate) fn from_raw(attr: &bindings::ib_srq_attr) -> Self {
         Self {
-            max_wr: a.max_wr,
-            max_sge: a.max_sge,
-            srq_limit: a.srq_limit,
+            max_wr: attr.max_wr,
+            max_sge: attr.max_sge,
+            srq_limit: attr.srq_limit,
         }
     }
 
-    pub(crate) fn to_raw(self, a: &mut bindings::ib_srq_attr) {
-        a.max_wr = self.max_wr;
-        a.max_sge = self.max_sge;
-        a.srq_limit = self.srq_limit;
+    pub(crate) fn to_raw(self, attr: &mut bindings::ib_srq_attr) {
+        attr.max_wr = self.max_wr;
+        attr.max_sge = self.max_sge;
+        attr.srq_limit = self.srq_limit;
     }
 }
 
@@ -97,13 +97,13 @@ pub struct SrqMask {
 }
 
 impl SrqMask {
-    pub(crate) fn from_raw(m: u32) -> Self {
+    pub(crate) fn from_raw(mask: u32) -> Self {
         let known =
             bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR | bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
         Self {
-            max_wr: m & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0,
-            limit: m & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0,
-            unknown: m & !known != 0,
+            max_wr: mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0,
+            limit: mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0,
+            unknown: mask & !known != 0,
         }
     }
 }

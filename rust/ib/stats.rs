@@ -2,14 +2,16 @@
 
 //! Port hardware counters (`/sys/class/infiniband/DEV/ports/1/hw_counters`
 //! and `rdma statistic`). The first 17 are rdma_rxe's, under its names
-//! and in its order; the drops by reason follow. The names are declared in
-//! the C helper file; [`Counter`] indexes them.
+//! and in its order; the drops by reason follow, then the completions lost
+//! to full CQs. The names are declared in the C helper file; [`Counter`]
+//! indexes them, and [`PortCounters`] holds them.
 
 use super::{
     bindings,
     device::{Device, Driver},
 };
 use crate::logic::pma;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// The counters, in the order of their names.
@@ -74,10 +76,35 @@ pub enum Counter {
     /// RNR NAK, a read response or atomic result asked for again, a send
     /// paused.
     OdpFaultDeferred = bindings::rrxe_hw_counter_RRXE_CNT_ODP_FAULT_DEFERRED,
+    /// Completions lost to a full CQ (which raised `IB_EVENT_CQ_ERR`).
+    CqOverflow = bindings::rrxe_hw_counter_RRXE_CNT_CQ_OVERFLOW,
 }
 
 /// Number of counters.
 pub const NUM_COUNTERS: usize = bindings::rrxe_hw_counter_RRXE_NUM_COUNTERS as usize;
+
+/// A port's counters, indexed by [`Counter`]: each count is a relaxed
+/// atomic add, callable in any context.
+pub struct PortCounters([AtomicU64; NUM_COUNTERS]);
+
+impl Default for PortCounters {
+    /// Counters at zero.
+    fn default() -> Self {
+        Self([const { AtomicU64::new(0) }; NUM_COUNTERS])
+    }
+}
+
+impl PortCounters {
+    /// Adds `amount` to `counter`.
+    pub fn count(&self, counter: Counter, amount: u64) {
+        self.0[counter as usize].fetch_add(amount, Ordering::Relaxed);
+    }
+
+    /// The values, in the order of the names.
+    pub fn read(&self) -> [u64; NUM_COUNTERS] {
+        core::array::from_fn(|i| self.0[i].load(Ordering::Relaxed))
+    }
+}
 
 /// The `alloc_hw_port_stats` op: a stats structure over the static name
 /// table.

@@ -65,11 +65,15 @@ impl Udata {
         Ok(v)
     }
 
-    fn check_zero_tail(&self, r: &mut kernel::uaccess::UserSliceReader, mut left: usize) -> Result {
+    fn check_zero_tail(
+        &self,
+        reader: &mut kernel::uaccess::UserSliceReader,
+        mut left: usize,
+    ) -> Result {
         let mut buf = [0u8; 64];
         while left > 0 {
             let n = left.min(buf.len());
-            r.read_slice(&mut buf[..n])?;
+            reader.read_slice(&mut buf[..n])?;
             if buf[..n].iter().any(|&b| b != 0) {
                 return Err(EOPNOTSUPP);
             }
@@ -78,9 +82,9 @@ impl Udata {
         Ok(())
     }
 
-    /// Writes `v` as the driver output. Fails with `ENOSPC` if userspace
+    /// Writes `value` as the driver output. Fails with `ENOSPC` if userspace
     /// has less room than `T`.
-    pub fn write_out<T: AsBytes>(&self, v: &T) -> Result {
+    pub fn write_out<T: AsBytes>(&self, value: &T) -> Result {
         let size = core::mem::size_of::<T>();
         if self.outlen() < size {
             return Err(ENOSPC);
@@ -89,7 +93,7 @@ impl Udata {
         let outbuf = unsafe { (*self.as_raw()).outbuf };
         UserSlice::new(UserPtr::from_ptr(outbuf), size)
             .writer()
-            .write_slice(v.as_bytes())
+            .write_slice(value.as_bytes())
     }
 
     /// Copies `data` to the calling process's address `addr` (for ABIs that

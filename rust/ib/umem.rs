@@ -233,10 +233,10 @@ impl OdpUmem {
         self.each_page(off, len, write, fault, |_, _, _| Ok(()))
     }
 
-    /// Calls `f(page, offset in page, range in the buffer)` for each piece
+    /// Calls `visit(page, offset in page, range in the buffer)` for each piece
     /// of the `len` bytes at `off`, in order, with the page pinned for the
     /// call. The address space's lock is held only while pages are looked
-    /// up and pinned, never during `f`. With [`Fault::NoWait`] the lock is
+    /// up and pinned, never during `visit`. With [`Fault::NoWait`] the lock is
     /// only tried, and a fault that would wait fails with `EAGAIN`.
     fn each_page(
         &self,
@@ -244,7 +244,7 @@ impl OdpUmem {
         len: usize,
         write: bool,
         fault: Fault,
-        mut f: impl FnMut(PageRef, usize, core::ops::Range<usize>) -> Result,
+        mut visit: impl FnMut(PageRef, usize, core::ops::Range<usize>) -> Result,
     ) -> Result {
         let end = off.checked_add(len as u64).ok_or(EFAULT)?;
         if end > self.len {
@@ -304,7 +304,7 @@ impl OdpUmem {
                 };
                 let k = (PAGE_SIZE - in_page).min(len - done);
                 // INVARIANT: Pinned until the unpin below.
-                r = f(PageRef(page), in_page, done..done + k);
+                r = visit(PageRef(page), in_page, done..done + k);
                 if r.is_err() {
                     break;
                 }

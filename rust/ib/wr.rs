@@ -9,20 +9,20 @@ use super::{bindings, device::Driver, object::Ah};
 use crate::logic::wqe::Sge;
 use core::marker::PhantomData;
 
-fn sges<'a>(list: *const bindings::ib_sge, n: i32) -> &'a [bindings::ib_sge] {
-    if list.is_null() || n <= 0 {
+fn sges<'a>(list: *const bindings::ib_sge, num_sge: i32) -> &'a [bindings::ib_sge] {
+    if list.is_null() || num_sge <= 0 {
         return &[];
     }
-    // SAFETY: The poster passes `n` valid SGEs at `list`, alive for the
+    // SAFETY: The poster passes `num_sge` valid SGEs at `list`, alive for the
     // post call (which bounds `'a`).
-    unsafe { core::slice::from_raw_parts(list, n as usize) }
+    unsafe { core::slice::from_raw_parts(list, num_sge as usize) }
 }
 
-fn to_sge(s: &bindings::ib_sge) -> Sge {
+fn to_sge(sge: &bindings::ib_sge) -> Sge {
     Sge {
-        addr: s.addr,
-        length: s.length,
-        lkey: s.lkey,
+        addr: sge.addr,
+        length: sge.length,
+        lkey: sge.lkey,
     }
 }
 

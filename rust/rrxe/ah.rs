@@ -12,7 +12,7 @@ use crate::ib::{
     object::{Ah, Pd},
     udata::Udata,
 };
-use crate::logic::{limits as l, qp::Av};
+use crate::logic::{limits, qp::Av};
 use crate::rrxe::device::{Rrxe, RrxeDev};
 use crate::rrxe::pd::{pd_id, PdId};
 use kernel::{prelude::*, sync::Arc, transmute::AsBytes};
@@ -69,7 +69,7 @@ impl AhOps<Rrxe> for RrxeAh {
         if !init.roce
             || !init.grh
             || init.av.port_num != 1
-            || i32::from(init.av.sgid_index) >= l::PORT_GID_TBL_LEN
+            || i32::from(init.av.sgid_index) >= limits::PORT_GID_TBL_LEN
         {
             return Err(EINVAL);
         }

@@ -14,6 +14,7 @@ use crate::ib::{
     device::Device,
     memcg::Charge,
     object::{Cq, Ucontext},
+    stats::{Counter, PortCounters},
     udata::Udata,
     upcall::{self, Upcalls},
 };
@@ -69,6 +70,9 @@ pub struct CqShared {
     inner: SpinLockIrq<Inner>,
     #[pin]
     upcalls: Upcalls,
+    /// The device's port counters, where completions lost to a full ring
+    /// count.
+    counters: Arc<PortCounters>,
 }
 
 /// A completion queue as the core holds it.
@@ -177,6 +181,7 @@ impl CqOps<Rrxe> for RrxeCq {
                     "rrxe::CqShared::inner"
                 ),
                 upcalls <- Upcalls::new(),
+                counters: d.counters().clone(),
             }),
             charge.gfp(),
         );
@@ -281,12 +286,12 @@ impl CqOps<Rrxe> for RrxeCq {
     }
 
     /// `peek_cq` (kernel CQs).
-    fn peek_cq(cq: &Cq<Rrxe>, n: u32) -> u32 {
+    fn peek_cq(cq: &Cq<Rrxe>, wc_cnt: u32) -> u32 {
         let g = cq.data().shared.inner.lock();
         match &g.ring {
             Ring::Kernel {
                 geo, prod, cons, ..
-            } => geo.count(*prod, *cons).min(n),
+            } => geo.count(*prod, *cons).min(wc_cnt),
             Ring::User { .. } => 0,
         }
     }
@@ -309,8 +314,9 @@ fn kernel_ring(entries: u32) -> Result<Ring> {
 /// Adds a completion of the QP whose destruction sets `qp_dead`; the data
 /// path's entry point, callable in any context and under the QP's lock. An
 /// armed CQ calls its handler (solicited-only arms fire for solicited and
-/// error completions); a full CQ raises `IB_EVENT_CQ_ERR` and the
-/// completion is lost (`ENOSPC`). Both upcalls run later, from the CQ's
+/// error completions); a full CQ raises `IB_EVENT_CQ_ERR`, as rxe's does,
+/// and the completion is lost (`ENOSPC`) and counted in the port's
+/// `cq_overflow`. Both upcalls run later, from the CQ's
 /// `irq_work`, with no lock held. A destroyed CQ, or a QP being destroyed,
 /// adds nothing (`ENODEV`): `qp_dead` is read under the lock that
 /// [`fence`] takes.
@@ -339,6 +345,7 @@ pub fn post(cq: &CqShared, wc: &Wc, solicited: bool, qp_dead: &AtomicBool) -> Re
         }
     };
     if !ok {
+        cq.counters.count(Counter::CqOverflow, 1);
         cq.upcalls.raise(upcall::CQ_ERROR);
         return Err(ENOSPC);
     }

@@ -76,21 +76,21 @@ impl Site {
     }
 }
 
-/// Prints a line of `site` for the device of `d`.
-pub fn print(d: &RrxeDev, site: Site, args: core::fmt::Arguments<'_>) {
+/// Prints a line of `site` for the device of `dev`.
+pub fn print(dev: &RrxeDev, site: Site, args: core::fmt::Arguments<'_>) {
     // SAFETY: An `RrxeDev` is made only by the pin-initialiser `Rrxe`'s
     // `newlink` hands the `ib` layer, in place in its `Device<Rrxe>`, and
     // reached only through `Device::data`.
-    let dev = unsafe { Device::<Rrxe>::from_data(d) };
-    crate::ib::debug::print(dev, format_args!("{}: {}\n", site.name(), args));
+    let ibdev = unsafe { Device::<Rrxe>::from_data(dev) };
+    crate::ib::debug::print(ibdev, format_args!("{}: {}\n", site.name(), args));
 }
 
-/// Counts a packet dropped for the reason `c` and, when `site` is on,
+/// Counts a packet dropped for the reason `counter` and, when `site` is on,
 /// prints `args` as its line. Formatting waits for the print.
-pub fn dropped(d: &RrxeDev, c: Counter, site: Site, args: core::fmt::Arguments<'_>) {
-    d.count(c, 1);
+pub fn dropped(dev: &RrxeDev, counter: Counter, site: Site, args: core::fmt::Arguments<'_>) {
+    dev.count(counter, 1);
     if site.on() {
-        print(d, site, args);
+        print(dev, site, args);
     }
 }
 

@@ -12,11 +12,11 @@ use crate::ib::{
     link::LinkHandler,
     net::NetTicket,
     netdev::{Event, Handler, NetDev},
-    stats::{self, Counter},
+    stats::{self, Counter, PortCounters},
 };
 use crate::logic::{
     cqe::{status, Wc},
-    guid, limits as l, mtu,
+    guid, limits, mtu,
     wqe::Opcode,
 };
 use crate::pr_err_ratelimited;
@@ -54,9 +54,9 @@ pub struct RrxeDev {
     active_mtu: AtomicU32,
     /// Number of live PDs, bounded by `max_pd`.
     pds: AtomicU32,
-    /// Port counters, indexed by `stats::Counter` (`link_downed` among
-    /// them).
-    counters: [AtomicU64; stats::NUM_COUNTERS],
+    /// Port counters (`link_downed` among them); shared with the CQs,
+    /// which count the completions they lose.
+    counters: Arc<PortCounters>,
     /// Device memory in use, in bytes (whole pages), at most
     /// `attrs.max_dm_size`; shared with the allocations, which give their
     /// share back when they go.
@@ -103,9 +103,14 @@ impl RrxeDev {
         self.active_mtu.load(Ordering::Relaxed)
     }
 
-    /// Adds `n` to a port counter.
-    pub fn count(&self, c: Counter, n: u64) {
-        self.counters[c as usize].fetch_add(n, Ordering::Relaxed);
+    /// Adds `amount` to a port counter.
+    pub fn count(&self, counter: Counter, amount: u64) {
+        self.counters.count(counter, amount);
+    }
+
+    /// The port counters, for an object that counts into them.
+    pub fn counters(&self) -> &Arc<PortCounters> {
+        &self.counters
     }
 
     /// Counts a send WQE that finished with `wc` (signaled or not), as
@@ -217,7 +222,7 @@ impl Driver for Rrxe {
     type Srq = RrxeSrq;
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
-    const UVERBS_ABI_VER: u32 = l::UVERBS_ABI_VERSION;
+    const UVERBS_ABI_VER: u32 = limits::UVERBS_ABI_VERSION;
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs> {
         Ok(dev.data().attrs.clone())
@@ -242,13 +247,13 @@ impl Driver for Rrxe {
             },
             max_mtu: mtu::IbMtu::Mtu4096 as u32,
             active_mtu: dev.data().active_mtu.load(Ordering::Relaxed),
-            gid_tbl_len: l::PORT_GID_TBL_LEN,
+            gid_tbl_len: limits::PORT_GID_TBL_LEN,
             port_cap_flags: PORT_CM_SUP,
-            max_msg_sz: l::PORT_MAX_MSG_SZ,
+            max_msg_sz: limits::PORT_MAX_MSG_SZ,
             bad_pkey_cntr: 0,
             qkey_viol_cntr: 0,
-            pkey_tbl_len: l::PORT_PKEY_TBL_LEN,
-            max_vl_num: l::PORT_MAX_VL_NUM,
+            pkey_tbl_len: limits::PORT_PKEY_TBL_LEN,
+            max_vl_num: limits::PORT_MAX_VL_NUM,
             active_width: width,
             active_speed: speed,
         })
@@ -258,21 +263,20 @@ impl Driver for Rrxe {
         if index != 0 {
             return Err(EINVAL);
         }
-        Ok(l::DEFAULT_PKEY)
+        Ok(limits::DEFAULT_PKEY)
     }
 
     fn port_immutable(_dev: &Device<Self>, _port: u32) -> Result<PortImmutable> {
         Ok(PortImmutable {
-            pkey_tbl_len: l::PORT_PKEY_TBL_LEN.into(),
-            gid_tbl_len: l::PORT_GID_TBL_LEN,
+            pkey_tbl_len: limits::PORT_PKEY_TBL_LEN.into(),
+            gid_tbl_len: limits::PORT_GID_TBL_LEN,
             roce_udp_encap: true,
             max_mad_size: MGMT_MAD_SIZE,
         })
     }
 
     fn hw_counters(dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
-        let c = &dev.data().counters;
-        core::array::from_fn(|i| c[i].load(Ordering::Relaxed))
+        dev.data().counters.read()
     }
 
     fn rx_accept(dev: &Device<Self>, pkt: &[u8]) -> bool {
@@ -331,17 +335,17 @@ impl LinkHandler for Rrxe {
         attrs.max_dm_size = dm_size;
         let dev = try_pin_init!(RrxeDev {
             attrs,
-            mrs <- Pool::new(l::MIN_MR_INDEX, l::MAX_MR_INDEX, l::MAX_MR),
-            mws <- Pool::new(l::MIN_MW_INDEX, l::MAX_MW_INDEX, l::MAX_MW),
+            mrs <- Pool::new(limits::MIN_MR_INDEX, limits::MAX_MR_INDEX, limits::MAX_MR),
+            mws <- Pool::new(limits::MIN_MW_INDEX, limits::MAX_MW_INDEX, limits::MAX_MW),
             active_mtu: AtomicU32::new(mtu::active_mtu(ndev.mtu()) as u32),
             pds: AtomicU32::new(0),
-            counters: [const { AtomicU64::new(0) }; stats::NUM_COUNTERS],
+            counters: Arc::new(PortCounters::default(), GFP_KERNEL)?,
             dm_used: Arc::new(AtomicU64::new(0), GFP_KERNEL)?,
             cqs: AtomicU32::new(0),
-            qps <- Pool::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1, l::MAX_QP),
-            qp_live: LiveSet::new(l::MIN_QP_INDEX, l::MIN_QP_INDEX + l::MAX_QP - 1)?,
-            ahs <- Pool::new(1, l::MAX_AH, l::MAX_AH),
-            srqs <- Pool::new(l::MIN_SRQ_INDEX, l::MIN_SRQ_INDEX + l::MAX_SRQ - 1, l::MAX_SRQ),
+            qps <- Pool::new(limits::MIN_QP_INDEX, limits::MIN_QP_INDEX + limits::MAX_QP - 1, limits::MAX_QP),
+            qp_live: LiveSet::new(limits::MIN_QP_INDEX, limits::MIN_QP_INDEX + limits::MAX_QP - 1)?,
+            ahs <- Pool::new(1, limits::MAX_AH, limits::MAX_AH),
+            srqs <- Pool::new(limits::MIN_SRQ_INDEX, limits::MIN_SRQ_INDEX + limits::MAX_SRQ - 1, limits::MAX_SRQ),
             mcast <- new_mutex!(McastTable::default(), "rrxe::RrxeDev::mcast"),
             _net: ticket,
             gsi <- new_spinlock!(None, "rrxe::RrxeDev::gsi"),

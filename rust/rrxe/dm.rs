@@ -41,11 +41,11 @@ impl DmMem {
         self.len
     }
 
-    /// The kernel address of byte `off`, for `n` bytes within the memory.
+    /// The kernel address of byte `off`, for `len` bytes within the memory.
     /// Userspace may write the memory at any time, so the bytes are only
     /// ever copied, never referenced.
-    pub fn ptr(&self, off: u64, n: usize) -> Result<*mut u8> {
-        let end = off.checked_add(n as u64).ok_or(EFAULT)?;
+    pub fn ptr(&self, off: u64, len: usize) -> Result<*mut u8> {
+        let end = off.checked_add(len as u64).ok_or(EFAULT)?;
         if end > self.len {
             return Err(EFAULT);
         }

@@ -39,18 +39,18 @@ pub const MAX_BYTES: usize = 60 * 1024;
 pub const MAX_PKTS: usize = 64;
 
 /// Writes a packet's UDP payload into `sp` (exactly its length): headers
-/// `h`, `len` payload bytes from `fill`, the pad, and the ICRC over the IP
+/// `hdrs`, `len` payload bytes from `fill`, the pad, and the ICRC over the IP
 /// and UDP headers `ipudp` it leaves with and the rest.
 fn build(
     sp: &mut [u8],
     ipudp: &[u8],
-    h: &Headers,
+    hdrs: &Headers,
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
     let u = sp.len();
     let mut hb = [0u8; MAX_HDRS];
-    let hn = h.write(&mut hb);
+    let hn = hdrs.write(&mut hb);
     let pad = u.checked_sub(hn + len + ICRC_SIZE).ok_or(EINVAL)?;
     sp[..hn].copy_from_slice(&hb[..hn]);
     sp[1] = (sp[1] & !0x30) | ((pad as u8) << 4);
@@ -61,8 +61,9 @@ fn build(
     Ok(())
 }
 
-/// Sends `n` packets (2 or more) as one burst: packet `k` has the headers
-/// and payload length `packet(k)` gives, and `fill(k, ..)` writes its payload.
+/// Sends `segments` packets (2 or more) as one burst: packet `k` has the
+/// headers and payload length `packet(k)` gives, and `fill(k, ..)` writes
+/// its payload.
 /// `EINVAL` if they do not make a burst (see `pkt::gso_fits`, [`MAX_BYTES`]);
 /// otherwise as [`net::xmit`].
 pub fn xmit(
@@ -70,30 +71,30 @@ pub fn xmit(
     out: &IpOut,
     route: Option<&RouteCache>,
     gate: Option<&TxGate<QpShared>>,
-    n: usize,
+    segments: usize,
     packet: impl Fn(usize) -> (Headers, usize),
     mut fill: impl FnMut(usize, &mut [u8]) -> Result,
 ) -> Result {
-    let segs = u16::try_from(n).map_err(|_| EINVAL)?;
+    let segs = u16::try_from(segments).map_err(|_| EINVAL)?;
     let (h0, l0) = packet(0);
     let seg = h0.udp_len(l0);
     let mut udp_total = 0;
-    for k in 0..n {
+    for k in 0..segments {
         let (h, l) = packet(k);
         let u = h.udp_len(l);
-        if k > 0 && !pkt::gso_fits(seg, u, k + 1 == n) {
+        if k > 0 && !pkt::gso_fits(seg, u, k + 1 == segments) {
             return Err(EINVAL);
         }
         udp_total += u;
     }
-    if !out.v4() || n < 2 || udp_total > MAX_BYTES {
+    if !out.v4() || segments < 2 || udp_total > MAX_BYTES {
         return Err(EINVAL);
     }
     let ndev = dev.netdev(1).ok_or(ENODEV)?;
     const HL: usize = IPV4_HDR + UDP_HDR;
     let (s, d) = (&out.sgid[12..], &out.dgid[12..]);
     let head = TxPacket::new(&ndev, route, s, d, out.traffic_class, HL + seg)
-        .inspect_err(|e| net::route_failed(dev.data(), *e, out, n))?;
+        .inspect_err(|e| net::route_failed(dev.data(), *e, out, segments))?;
     let mut b = TxBurst::new(head)?;
     // The head's headers count the whole burst; the stack gives it its own
     // lengths when it splits the burst.
@@ -104,7 +105,7 @@ pub fn xmit(
         u16::from_be_bytes([p[4], p[5]])
     };
     let mut bytes = 0u64;
-    for k in 0..n {
+    for k in 0..segments {
         let (h, len) = packet(k);
         let u = h.udp_len(len);
         // This packet's own headers, as it leaves.
@@ -123,7 +124,7 @@ pub fn xmit(
     }
     b.send(seg, gate)?;
     let d = dev.data();
-    d.count(Counter::SentPkts, n as u64);
+    d.count(Counter::SentPkts, segments as u64);
     d.count(Counter::SentBytes, bytes);
     Ok(())
 }

@@ -6,7 +6,7 @@
 
 use crate::ib::object::Qp;
 use crate::logic::{
-    limits as l,
+    limits,
     mcast::{self, Attach, Limits, McastError},
 };
 use crate::rrxe::device::Rrxe;
@@ -30,16 +30,16 @@ pub struct McastTable {
 }
 
 const LIMITS: Limits = Limits {
-    groups: l::MAX_MCAST_GRP as usize,
-    per_group: l::MAX_MCAST_QP_ATTACH as usize,
-    total: l::MAX_TOT_MCAST_QP_ATTACH as usize,
+    groups: limits::MAX_MCAST_GRP as usize,
+    per_group: limits::MAX_MCAST_QP_ATTACH as usize,
+    total: limits::MAX_TOT_MCAST_QP_ATTACH as usize,
 };
 
 /// `attach_mcast`: `ENOMEM` when a limit is reached; attaching twice is a
 /// no-op.
-pub fn attach(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
-    let qpn = q.qp_num();
-    let mut t = q.device().data().mcast().lock();
+pub fn attach(ibqp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+    let qpn = ibqp.qp_num();
+    let mut t = ibqp.device().data().mcast().lock();
     let plan = {
         let groups = &t.groups;
         mcast::plan_attach(
@@ -68,9 +68,9 @@ pub fn attach(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
 
 /// `detach_mcast`: `EINVAL` if the QP is not attached; the group goes with
 /// its last member.
-pub fn detach(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
-    let qpn = q.qp_num();
-    let mut t = q.device().data().mcast().lock();
+pub fn detach(ibqp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+    let qpn = ibqp.qp_num();
+    let mut t = ibqp.device().data().mcast().lock();
     let gi = t.groups.iter().position(|g| g.gid == *gid).ok_or(EINVAL)?;
     let qi = t.groups[gi]
         .qpns

@@ -150,8 +150,8 @@ pub struct RrxeMr {
     pub(crate) users: Users,
 }
 
-pub(crate) fn access_err(e: AccessError) -> Error {
-    match e {
+pub(crate) fn access_err(err: AccessError) -> Error {
+    match err {
         AccessError::Invalid => EINVAL,
         AccessError::NotSupported => EOPNOTSUPP,
     }

@@ -91,8 +91,8 @@ impl MwOps<Rrxe> for MwHandle {
 
     /// `dealloc_mw`: the window is unbound, invalid for good, and leaves
     /// the table.
-    fn dealloc_mw(w: &Mw<Rrxe>) {
-        let mw = &w.data().mw;
+    fn dealloc_mw(ibmw: &Mw<Rrxe>) {
+        let mw = &ibmw.data().mw;
         let old = {
             let mut b = mw.bind.lock();
             b.state = MwState::Invalid;
@@ -102,7 +102,7 @@ impl MwOps<Rrxe> for MwHandle {
             // INVARIANT: Unbound, so no longer counted.
             mr.bound_mws.unbind();
         }
-        w.device().data().mw_pool().remove(mw.index);
+        ibmw.device().data().mw_pool().remove(mw.index);
     }
 }
 

@@ -90,11 +90,11 @@ fn engine() -> CrcEngine {
 }
 
 /// The ICRC of a packet (IP header to payload), by the chosen engine.
-fn icrc(p: &[u8]) -> Result<u32, icrc::IcrcError> {
+fn icrc(pkt: &[u8]) -> Result<u32, icrc::IcrcError> {
     match engine() {
-        CrcEngine::Kernel => icrc::icrc_with::<crc::Kernel>(p),
-        CrcEngine::Slice8 => icrc::icrc_with::<icrc::Slice8>(p),
-        CrcEngine::Sparse => icrc::icrc_with::<icrc::Sparse>(p),
+        CrcEngine::Kernel => icrc::icrc_with::<crc::Kernel>(pkt),
+        CrcEngine::Slice8 => icrc::icrc_with::<icrc::Slice8>(pkt),
+        CrcEngine::Sparse => icrc::icrc_with::<icrc::Sparse>(pkt),
     }
 }
 
@@ -156,14 +156,14 @@ pub fn choose_icrc_engine() -> ([i64; 3], CrcEngine) {
 
 /// The IP and UDP fields of a connected QP's packets (its address vector;
 /// the source port from the flow label and both QP numbers, as rxe).
-pub fn connected_out(a: &QpAttrs, qpn: u32) -> IpOut {
+pub fn connected_out(attrs: &QpAttrs, qpn: u32) -> IpOut {
     IpOut {
-        sgid: a.av.sgid,
-        dgid: a.av.dgid,
-        hop_limit: a.av.hop_limit,
-        traffic_class: a.av.traffic_class,
-        flow_label: a.av.flow_label,
-        sport: pkt::udp_sport(a.av.flow_label, qpn, a.dest_qp_num),
+        sgid: attrs.av.sgid,
+        dgid: attrs.av.dgid,
+        hop_limit: attrs.av.hop_limit,
+        traffic_class: attrs.av.traffic_class,
+        flow_label: attrs.av.flow_label,
+        sport: pkt::udp_sport(attrs.av.flow_label, qpn, attrs.dest_qp_num),
     }
 }
 
@@ -216,17 +216,17 @@ pub fn xmit(
     Ok(())
 }
 
-/// Counts `n` packets to `out` that [`TxPacket::new`] could not route
-/// (`e`, an unreachable network or host), and prints the debug line.
-pub fn route_failed(d: &RrxeDev, e: Error, out: &IpOut, n: usize) {
-    if e != EHOSTUNREACH && e != ENETUNREACH {
+/// Counts `pkts` packets to `out` that [`TxPacket::new`] could not route
+/// (`err`, an unreachable network or host), and prints the debug line.
+pub fn route_failed(dev: &RrxeDev, err: Error, out: &IpOut, pkts: usize) {
+    if err != EHOSTUNREACH && err != ENETUNREACH {
         return;
     }
-    d.count(Counter::SendNoRoute, n as u64);
+    dev.count(Counter::SendNoRoute, pkts as u64);
     rrxe_dbg!(
-        d,
+        dev,
         Site::NoRoute,
-        "{n} packets from {} to {}: {e:?}",
+        "{pkts} packets from {} to {}: {err:?}",
         Gid(&out.sgid),
         Gid(&out.dgid)
     );
@@ -263,15 +263,15 @@ const BAD_HDR: Refusal = (Counter::RcvdHdrErr, Site::DropHdr);
 /// A received packet's headers, checked: IP and UDP, the ICRC when
 /// `verify_icrc`, the BTH and the destination GID. Anything malformed is
 /// refused, with the reason, and then dropped, as the wire allows.
-fn checked<'a>(dev: &Device<Rrxe>, p: &'a [u8], verify_icrc: bool) -> Result<RxPkt<'a>, Refusal> {
-    let ip = pkt::parse(p).map_err(|_| BAD_HDR)?;
-    let p = &p[..ip.total];
-    let udp = &p[ip.ip_len + UDP_HDR..];
+fn checked<'a>(dev: &Device<Rrxe>, pkt: &'a [u8], verify_icrc: bool) -> Result<RxPkt<'a>, Refusal> {
+    let ip = pkt::parse(pkt).map_err(|_| BAD_HDR)?;
+    let pkt = &pkt[..ip.total];
+    let udp = &pkt[ip.ip_len + UDP_HDR..];
     if udp.len() < hdr::BTH + hdr::ICRC_SIZE {
         return Err(BAD_HDR);
     }
     if verify_icrc {
-        let (body, trailer) = p.split_at(p.len() - hdr::ICRC_SIZE);
+        let (body, trailer) = pkt.split_at(pkt.len() - hdr::ICRC_SIZE);
         match icrc(body) {
             Ok(c) if c.to_le_bytes() == trailer => {}
             _ => return Err((Counter::RcvdIcrcErr, Site::DropIcrc)),
@@ -301,15 +301,15 @@ fn checked<'a>(dev: &Device<Rrxe>, p: &'a [u8], verify_icrc: bool) -> Result<RxP
 /// Counts a packet [`checked`] refused, and prints its debug line (the
 /// source parsed again only then: a flood of bad packets pays the count
 /// alone).
-fn refused(dev: &Device<Rrxe>, p: &[u8], (c, site): Refusal) {
+fn refused(dev: &Device<Rrxe>, pkt: &[u8], (c, site): Refusal) {
     let d = dev.data();
     d.count(c, 1);
     if site.on() {
-        let src = pkt::parse(p).map(|ip| ip.sgid).unwrap_or([0; 16]);
+        let src = pkt::parse(pkt).map(|ip| ip.sgid).unwrap_or([0; 16]);
         debug::print(
             d,
             site,
-            format_args!("{} bytes from {}", p.len(), Gid(&src)),
+            format_args!("{} bytes from {}", pkt.len(), Gid(&src)),
         );
     }
 }
@@ -322,11 +322,11 @@ fn refused(dev: &Device<Rrxe>, p: &[u8], (c, site): Refusal) {
 /// work, as rdma_rxe drops it. A packet to no QP is counted as received
 /// first, as the transports count every packet that passed the checks
 /// before them; every drop is counted by its reason.
-pub fn rx_accept(dev: &Device<Rrxe>, p: &[u8]) -> bool {
-    let rx = match checked(dev, p, true) {
+pub fn rx_accept(dev: &Device<Rrxe>, pkt: &[u8]) -> bool {
+    let rx = match checked(dev, pkt, true) {
         Ok(rx) => rx,
         Err(r) => {
-            refused(dev, p, r);
+            refused(dev, pkt, r);
             return false;
         }
     };
@@ -341,9 +341,9 @@ pub fn rx_accept(dev: &Device<Rrxe>, p: &[u8]) -> bool {
 }
 
 /// Counts a packet for a QP number no QP has.
-pub fn no_qp(d: &RrxeDev, rx: &RxPkt<'_>) {
+pub fn no_qp(dev: &RrxeDev, rx: &RxPkt<'_>) {
     debug::dropped(
-        d,
+        dev,
         Counter::RcvdUnknownQp,
         Site::DropQp,
         format_args!(
@@ -366,14 +366,14 @@ fn count_received(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
 pub struct Gid<'a>(pub &'a [u8; 16]);
 
 impl core::fmt::Display for Gid<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    fn fmt(&self, out: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let g = self.0;
         if pkt::is_v4_mapped(g) {
-            return write!(f, "{}.{}.{}.{}", g[12], g[13], g[14], g[15]);
+            return write!(out, "{}.{}.{}.{}", g[12], g[13], g[14], g[15]);
         }
         for (i, c) in g.chunks(2).enumerate() {
             let sep = if i == 0 { "" } else { ":" };
-            write!(f, "{sep}{:x}", u16::from_be_bytes([c[0], c[1]]))?;
+            write!(out, "{sep}{:x}", u16::from_be_bytes([c[0], c[1]]))?;
         }
         Ok(())
     }
@@ -382,12 +382,12 @@ impl core::fmt::Display for Gid<'_> {
 /// The receive path's entry, in process context, for a packet
 /// [`rx_accept`] took (its ICRC is not checked again): the packet's
 /// transport.
-pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
+pub fn rx(dev: &Device<Rrxe>, pkt: &[u8]) {
     crate::ib::testhook::hold(crate::ib::testhook::Site::Rx);
-    let rx = match checked(dev, p, false) {
+    let rx = match checked(dev, pkt, false) {
         Ok(rx) => rx,
         Err(r) => {
-            refused(dev, p, r);
+            refused(dev, pkt, r);
             return;
         }
     };
@@ -401,9 +401,9 @@ pub fn rx(dev: &Device<Rrxe>, p: &[u8]) {
 }
 
 /// Counts a packet whose headers do not fit its QP or transport (`why`).
-pub fn bad_hdr(d: &RrxeDev, rx: &RxPkt<'_>, why: &str) {
+pub fn bad_hdr(dev: &RrxeDev, rx: &RxPkt<'_>, why: &str) {
     debug::dropped(
-        d,
+        dev,
         Counter::RcvdHdrErr,
         Site::DropHdr,
         format_args!(

@@ -24,7 +24,7 @@ use crate::ib::{
 use crate::logic::uc::RxSeq;
 use crate::logic::{
     cqe::{status, Wc},
-    limits as l,
+    limits,
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
     wqe,
 };
@@ -241,12 +241,15 @@ impl QpShared {
         self.dead.load(Ordering::Acquire)
     }
 
-    /// Posts a completion to the send CQ. A destroyed QP that another
-    /// thread still holds completes nothing (`ENODEV`): its consumer has
-    /// forgotten it, and a kernel QP's handle is stale. `dead` is checked
-    /// under the CQ's lock, which destruction takes after setting it.
-    pub fn send_wc(&self, wc: &Wc) -> Result {
-        cq::post(&self.send_cq, wc, false, &self.dead)
+    /// Posts a completion to the send CQ; returns whether it was added.
+    /// Callers need not act on a completion not added: a full CQ has
+    /// raised its error event and counted the loss (`cq::post`), and a
+    /// destroyed QP that another thread still holds completes nothing, on
+    /// purpose: its consumer has forgotten it, and a kernel QP's handle is
+    /// stale. `dead` is checked under the CQ's lock, which destruction
+    /// takes after setting it.
+    pub fn send_wc(&self, wc: &Wc) -> bool {
+        cq::post(&self.send_cq, wc, false, &self.dead).is_ok()
     }
 
     /// The attributes of a connected QP whose responder may take a packet
@@ -271,12 +274,12 @@ impl QpShared {
             wr_id: wqe::wr_id(slot).unwrap_or(0),
             ..Default::default()
         };
-        let _ = self.recv_wc(&wc, false);
+        self.recv_wc(&wc, false);
     }
 
     /// Posts a completion to the receive CQ, as [`Self::send_wc`] does.
-    pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> Result {
-        cq::post(&self.recv_cq, wc, solicited, &self.dead)
+    pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> bool {
+        cq::post(&self.recv_cq, wc, solicited, &self.dead).is_ok()
     }
 }
 
@@ -323,8 +326,8 @@ impl GateOwner for QpShared {
 pub const GSI_QPN: u32 = 1;
 
 /// The errno of an attribute the logic refused.
-pub(crate) fn attr_err(e: AttrError) -> Error {
-    match e {
+pub(crate) fn attr_err(err: AttrError) -> Error {
+    match err {
         AttrError::Invalid => EINVAL,
         AttrError::NotSupported => EOPNOTSUPP,
     }
@@ -333,8 +336,8 @@ pub(crate) fn attr_err(e: AttrError) -> Error {
 #[vtable]
 impl QpOps<Rrxe> for RrxeQp {
     /// `destroy_qp`: see `RrxeQp::destroy`; never refused.
-    fn destroy_qp(q: &Qp<Rrxe>) -> Result {
-        q.data().destroy(q.device().data());
+    fn destroy_qp(ibqp: &Qp<Rrxe>) -> Result {
+        ibqp.data().destroy(ibqp.device().data());
         Ok(())
     }
 
@@ -552,16 +555,16 @@ impl QpOps<Rrxe> for RrxeQp {
     /// these attributes, and every value named must be in range; then the
     /// values are taken.
     fn modify_qp(
-        q: &Qp<Rrxe>,
+        ibqp: &Qp<Rrxe>,
         new: &QpAttrs,
         cur: Option<QpState>,
         mask: u32,
         _udata: Option<&Udata>,
     ) -> Result {
-        let s = &q.data().shared;
+        let s = &ibqp.data().shared;
         if mask & qp::mask::STATE != 0 && new.state == QpState::Reset {
             rrxe_dbg!(
-                q.device().data(),
+                ibqp.device().data(),
                 Site::QpState,
                 "qp {:#x}: -> Reset (modify_qp)",
                 s.qpn
@@ -581,7 +584,7 @@ impl QpOps<Rrxe> for RrxeQp {
         if g.attrs.state != was {
             let now = g.attrs.state;
             rrxe_dbg!(
-                q.device().data(),
+                ibqp.device().data(),
                 Site::QpState,
                 "qp {:#x}: {was:?} -> {now:?} (modify_qp)",
                 s.qpn
@@ -639,32 +642,32 @@ impl QpOps<Rrxe> for RrxeQp {
     }
 
     /// `query_qp`.
-    fn query_qp(q: &Qp<Rrxe>) -> Result<(QpAttrs, QpCap, bool)> {
-        let s = &q.data().shared;
+    fn query_qp(ibqp: &Qp<Rrxe>) -> Result<(QpAttrs, QpCap, bool)> {
+        let s = &ibqp.data().shared;
         let attrs = s.inner.lock().attrs;
         Ok((attrs, s.cap, s.sig_all))
     }
 
     /// The user doorbell: the send queue is processed as UD, UC or RC
     /// requires.
-    fn post_send_user(q: &Qp<Rrxe>) -> Result {
-        crate::rrxe::sq::post_send_user(q)
+    fn post_send_user(ibqp: &Qp<Rrxe>) -> Result {
+        crate::rrxe::sq::post_send_user(ibqp)
     }
 
     /// `attach_mcast`: see the multicast groups.
-    fn attach_mcast(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
-        crate::rrxe::mcast::attach(q, gid)
+    fn attach_mcast(ibqp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+        crate::rrxe::mcast::attach(ibqp, gid)
     }
 
     /// `detach_mcast`: see the multicast groups.
-    fn detach_mcast(q: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
-        crate::rrxe::mcast::detach(q, gid)
+    fn detach_mcast(ibqp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
+        crate::rrxe::mcast::detach(ibqp, gid)
     }
 
     /// `ib_post_send` on a kernel QP: the work request goes into the send
     /// ring in the rxe layout and the send task is kicked. Does not sleep.
-    fn post_send_kernel(q: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
-        let s = &q.data().shared;
+    fn post_send_kernel(ibqp: &Qp<Rrxe>, wr: &SendWr<'_, Rrxe>) -> Result {
+        let s = &ibqp.data().shared;
         if !s.kernel {
             // Requests for user QPs come through the mapped ring.
             return Err(EOPNOTSUPP);
@@ -731,8 +734,8 @@ impl QpOps<Rrxe> for RrxeQp {
 
     /// `ib_post_recv` on a kernel QP: into the receive ring (flushed at once
     /// in ERR). Does not sleep.
-    fn post_recv(q: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
-        let s = &q.data().shared;
+    fn post_recv(ibqp: &Qp<Rrxe>, wr: &RecvWr<'_>) -> Result {
+        let s = &ibqp.data().shared;
         if !s.kernel || s.srq.is_some() {
             return Err(EINVAL);
         }
@@ -764,4 +767,5 @@ const KERNEL_WQE_MAX: usize = 1024;
 
 /// Largest QP ring: `max_qp_wr` slots of the largest WQE (1 KiB), as rxe
 /// allows (a gigabyte of kernel memory for a maximal send queue).
-const MAX_QP_RING_BYTES: usize = crate::logic::ring::HDR_SIZE + ((l::MAX_QP_WR as usize + 1) << 10);
+const MAX_QP_RING_BYTES: usize =
+    crate::logic::ring::HDR_SIZE + ((limits::MAX_QP_WR as usize + 1) << 10);

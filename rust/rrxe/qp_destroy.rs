@@ -26,16 +26,16 @@ impl RrxeQp {
     /// goes here, not with the last reference. A peer's transport may hold
     /// the QP a while longer (a local sender for the rest of a message); it
     /// then finds a dead QP with empty, inert rings.
-    pub(crate) fn destroy(&self, d: &RrxeDev) {
+    pub(crate) fn destroy(&self, dev: &RrxeDev) {
         let s = &self.shared;
         // Unlinked first, so that no lookup (the receive work, a local
         // sender) finds it again; the table's reference is dropped here,
         // outside the table's lock.
         let unlinked = if s.qpn == GSI_QPN {
-            d.gsi().lock().take()
+            dev.gsi().lock().take()
         } else {
-            d.qp_live().set(s.qpn, false);
-            d.qp_pool().remove(s.qpn)
+            dev.qp_live().set(s.qpn, false);
+            dev.qp_pool().remove(s.qpn)
         };
         drop(unlinked);
         s.mark_dead();

@@ -23,32 +23,32 @@ const FLUSH_BATCH: usize = 64;
 /// (and raises its error event). Runs under the QP's lock: allocates
 /// nothing (only the wr_id, the first 8 bytes of each slot, is copied
 /// out).
-pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
+pub(crate) fn flush(qp: &QpShared, inner: &mut QpInner) {
     let mut slot = [0u8; 8];
     let mut wc = Wc {
         status: status::WR_FLUSH_ERR,
-        qp_num: s.qpn,
-        qp_cookie: s.handle,
+        qp_num: qp.qpn,
+        qp_cookie: qp.handle,
         ..Default::default()
     };
     let mut more = false;
     let mut n = 0;
-    while g.sq.pop(&mut slot) {
+    while inner.sq.pop(&mut slot) {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-        if s.send_wc(&wc).is_err() {
+        if !qp.send_wc(&wc) {
             break;
         }
         n += 1;
         if n == FLUSH_BATCH {
-            more = g.sq.pending() > 0;
+            more = inner.sq.pending() > 0;
             break;
         }
     }
-    if let Some(rq) = g.rq.as_mut() {
+    if let Some(rq) = inner.rq.as_mut() {
         n = 0;
         while rq.pop(&mut slot) {
             wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
-            if s.recv_wc(&wc, false).is_err() {
+            if !qp.recv_wc(&wc, false) {
                 break;
             }
             n += 1;
@@ -59,7 +59,7 @@ pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
         }
     }
     if more {
-        s.flush_pending.store(true, Ordering::Release);
+        qp.flush_pending.store(true, Ordering::Release);
     }
 }
 
@@ -68,23 +68,24 @@ pub(crate) fn flush(s: &QpShared, g: &mut QpInner) {
 /// each ring, so a process that keeps moving its producer indices cannot
 /// keep the caller here. The caller holds neither the QP's lock nor any
 /// lock a completion handler takes; any context.
-pub(crate) fn flush_rest(s: &QpShared) {
-    if !s.flush_pending.load(Ordering::Acquire) || !s.flush_pending.swap(false, Ordering::AcqRel) {
+pub(crate) fn flush_rest(qp: &QpShared) {
+    if !qp.flush_pending.load(Ordering::Acquire) || !qp.flush_pending.swap(false, Ordering::AcqRel)
+    {
         return;
     }
     let batches = {
-        let g = s.inner.lock();
+        let g = qp.inner.lock();
         let rq = g.rq.as_ref().map_or(0, |r| r.geometry().slots());
         (g.sq.geometry().slots().max(rq) / FLUSH_BATCH) + 1
     };
     for _ in 0..batches {
-        let mut g = s.inner.lock();
+        let mut g = qp.inner.lock();
         if g.attrs.state != QpState::Err {
             return;
         }
-        flush(s, &mut g);
+        flush(qp, &mut g);
         drop(g);
-        if !s.flush_pending.swap(false, Ordering::AcqRel) {
+        if !qp.flush_pending.swap(false, Ordering::AcqRel) {
             return;
         }
     }

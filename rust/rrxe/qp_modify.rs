@@ -3,9 +3,9 @@
 //! `modify_qp`'s checks of a transition and its attributes, and the move
 //! to RESET that drops what the QP had posted or in flight.
 
-use crate::ib::qp::{self as ibqp, QpType};
+use crate::ib::qp::{transition_ok, QpType};
 use crate::logic::{
-    limits as l,
+    limits,
     mtu::IbMtu,
     qp::{self, QpAttrs, QpState},
 };
@@ -13,12 +13,12 @@ use crate::rrxe::qp::{attr_err, QpInner, QpShared};
 use crate::rrxe::rc;
 use kernel::prelude::*;
 
-/// The checks of `modify_qp` on a QP in state `g`: the transition must be
-/// one the IB spec allows with exactly these attributes, and every value
-/// named must be in range.
+/// The checks of `modify_qp` on a QP whose locked state is `inner`: the
+/// transition must be one the IB spec allows with exactly these
+/// attributes, and every value named must be in range.
 pub(crate) fn check(
-    s: &QpShared,
-    g: &QpInner,
+    shared: &QpShared,
+    inner: &QpInner,
     new: &QpAttrs,
     cur: Option<QpState>,
     mask: u32,
@@ -28,19 +28,19 @@ pub(crate) fn check(
     let from = if mask & qp::mask::CUR_STATE != 0 {
         cur.ok_or(EINVAL)?
     } else {
-        g.attrs.state
+        inner.attrs.state
     };
     let to = if mask & qp::mask::STATE != 0 {
         new.state
     } else {
         from
     };
-    if !ibqp::transition_ok(from, to, s.ty, mask) {
+    if !transition_ok(from, to, shared.ty, mask) {
         return Err(EINVAL);
     }
     qp::check_modify(new, mask, IbMtu::Mtu4096 as u32).map_err(attr_err)?;
     if mask & qp::mask::AV != 0
-        && (new.av.port_num != 1 || i32::from(new.av.sgid_index) >= l::PORT_GID_TBL_LEN)
+        && (new.av.port_num != 1 || i32::from(new.av.sgid_index) >= limits::PORT_GID_TBL_LEN)
     {
         return Err(EINVAL);
     }
@@ -57,16 +57,16 @@ pub(crate) fn check(
 /// No send queue run is under way meanwhile (the send lock), and the
 /// responders, which look at the state under their transport's lock, see
 /// either the old state with the old transport state or RESET.
-pub(crate) fn reset(s: &QpShared, new: &QpAttrs, cur: Option<QpState>, mask: u32) -> Result {
-    let _serial = s.send_lock.lock();
+pub(crate) fn reset(shared: &QpShared, new: &QpAttrs, cur: Option<QpState>, mask: u32) -> Result {
+    let _serial = shared.send_lock.lock();
     // Only the locks of the QP's own transport: RC's and UC's are never
     // nested. RC's responder lock is taken before its requester's.
-    let mut resp = (s.ty == QpType::Rc).then(|| s.rc.resp.lock());
-    let mut req = (s.ty == QpType::Rc).then(|| s.rc.req.lock());
-    let mut rx = (s.ty != QpType::Rc).then(|| s.uc_rx.lock());
+    let mut resp = (shared.ty == QpType::Rc).then(|| shared.rc.resp.lock());
+    let mut req = (shared.ty == QpType::Rc).then(|| shared.rc.req.lock());
+    let mut rx = (shared.ty != QpType::Rc).then(|| shared.uc_rx.lock());
     {
-        let mut g = s.inner.lock();
-        check(s, &g, new, cur, mask)?;
+        let mut g = shared.inner.lock();
+        check(shared, &g, new, cur, mask)?;
         qp::apply(&mut g.attrs, new, mask);
         g.sq.drain();
         if let Some(rq) = g.rq.as_mut() {

@@ -232,8 +232,8 @@ impl UserRing {
         }
     }
 
-    /// Copies `bytes` into the slot of index `i` (nothing once released).
-    fn write_slot(&self, i: u32, bytes: &[u8]) {
+    /// Copies `bytes` into slot `index` (nothing once released).
+    fn write_slot(&self, index: u32, bytes: &[u8]) {
         let Some(base) = self.entry.as_ptr() else {
             return;
         };
@@ -242,19 +242,23 @@ impl UserRing {
         // does not pass the slot, and the buffer is alive with `self`. The
         // process may touch the memory concurrently; only bytes are copied.
         unsafe {
-            core::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(self.geo.slot_offset(i)), n)
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(self.geo.slot_offset(index)), n)
         };
     }
 
-    /// Copies the slot of index `i` into `out` (nothing once released).
-    fn read_slot(&self, i: u32, out: &mut [u8]) {
+    /// Copies slot `index` into `out` (nothing once released).
+    fn read_slot(&self, index: u32, out: &mut [u8]) {
         let Some(base) = self.entry.as_ptr() else {
             return;
         };
         let n = out.len().min(self.geo.elem_size());
         // SAFETY: As in `write_slot`, in the other direction.
         unsafe {
-            core::ptr::copy_nonoverlapping(base.add(self.geo.slot_offset(i)), out.as_mut_ptr(), n)
+            core::ptr::copy_nonoverlapping(
+                base.add(self.geo.slot_offset(index)),
+                out.as_mut_ptr(),
+                n,
+            )
         };
     }
 
@@ -284,15 +288,15 @@ impl UserRing {
         true
     }
 
-    /// Copies the `k`-th pending entry (0 is the oldest) of a
-    /// kernel-consumed ring into `out` without taking it; `false` if fewer
-    /// are pending. The RC requester keeps WQEs in the ring until they
-    /// complete, so that userspace cannot post more than the ring holds.
-    pub fn peek(&self, k: u32, out: &mut [u8]) -> bool {
-        if self.role != Role::KernelConsumes || k >= self.pending() {
+    /// Copies pending entry `nth` (0 is the oldest) of a kernel-consumed
+    /// ring into `out` without taking it; `false` if fewer are pending.
+    /// The RC requester keeps WQEs in the ring until they complete, so
+    /// that userspace cannot post more than the ring holds.
+    pub fn peek(&self, nth: u32, out: &mut [u8]) -> bool {
+        if self.role != Role::KernelConsumes || nth >= self.pending() {
             return false;
         }
-        self.read_slot(self.own.wrapping_add(k) & self.geo.index_mask, out);
+        self.read_slot(self.own.wrapping_add(nth) & self.geo.index_mask, out);
         true
     }
 

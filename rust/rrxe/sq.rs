@@ -166,7 +166,7 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Resu
         };
         dev.data().count_send_done(&wc);
         if sig || signaled || wc.status != status::SUCCESS {
-            let _ = s.send_wc(&wc);
+            s.send_wc(&wc);
         }
         if wc.status != status::SUCCESS {
             // A failed WQE puts the QP in the error state and flushes the

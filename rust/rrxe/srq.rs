@@ -15,7 +15,7 @@ use crate::ib::{
     wr::RecvWr,
 };
 use crate::logic::{
-    limits as l,
+    limits,
     qp::{self, AttrError},
 };
 use crate::rrxe::{
@@ -31,7 +31,7 @@ use kernel::{
 
 /// Largest SRQ ring: `max_srq_wr` slots of the largest receive WQE.
 const MAX_SRQ_RING_BYTES: usize =
-    crate::logic::ring::HDR_SIZE + ((l::MAX_SRQ_WR as usize + 1) << 9);
+    crate::logic::ring::HDR_SIZE + ((limits::MAX_SRQ_WR as usize + 1) << 9);
 
 /// The create response of the rxe ABI.
 #[repr(C)]
@@ -124,8 +124,8 @@ impl RrxeSrq {
     }
 }
 
-fn attr_err(e: AttrError) -> Error {
-    match e {
+fn attr_err(err: AttrError) -> Error {
+    match err {
         AttrError::Invalid => EINVAL,
         AttrError::NotSupported => EOPNOTSUPP,
     }

@@ -3,12 +3,13 @@
 # Completion queues through stock libibverbs/librxe and the raw uverbs
 # commands: rxe's capacities and limits, completion vectors and channels,
 # resize, the shared ring's mmap info and header (and a process scribbling
-# over it), many CQs, and process exit without destroying them.
+# over it), completions to a full CQ (its error event, the cq_overflow
+# counter), many CQs, and process exit without destroying them.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 6
+ktap_set_plan 7
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -18,6 +19,7 @@ bin=$(prog rrxe_cq_test) || ktap_exit_fail_msg "cannot build rrxe_cq_test"
 t() { "$bin" rrxec0 "$@"; }
 check "CQ capacities as rxe (2^k - 1), max_cqe, bad sizes and vectors EINVAL, resize, poll, notify" t api
 check "ring mmap info and 384-byte header; resize gives a new ring; a scribbled header is ignored" t ring
+check "a full CQ raises IBV_EVENT_CQ_ERR and cq_overflow counts each completion lost (flush, UD SENDs)" t overflow
 check "2000 CQs at once" t many 2000
 
 # User CQs only: ib_core's MAD layer keeps a kernel CQ (comm [ib_core]) for

@@ -9,9 +9,14 @@
  *   ring         raw CREATE_CQ/RESIZE_CQ: mminfo, mapping, ring header
  *   many N       N CQs at once
  *   leak N       N CQs, then exit without destroying them
+ *   overflow     completions to a full CQ (the ERR flush and UD sends):
+ *                IBV_EVENT_CQ_ERR on that CQ, the completions it holds,
+ *                and the port's cq_overflow counting the ones lost
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <stdint.h>
@@ -271,6 +276,181 @@ static int mode_many(int n, int leak)
 	return 0;
 }
 
+/* The port counter `name` of the device, or -1 (printed) if it cannot be
+ * read. */
+static long long port_counter(const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 ibv_get_device_name(ctx->device), name);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%lld", &v) != 1)
+		fprintf(stderr, "cannot read %s\n", path);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Whether cq_overflow reaches `want` within 10 s and stays there for half
+ * a second more (its lifespan is 10 ms); prints what it read otherwise. */
+static int overflows_reach(long long want)
+{
+	long long v = -1;
+
+	for (int i = 0; i < 100; i++) {
+		v = port_counter("cq_overflow");
+		if (v < 0 || v >= want)
+			break;
+		usleep(100000);
+	}
+	if (v == want) {
+		usleep(500000);
+		v = port_counter("cq_overflow");
+	}
+	if (v != want)
+		fprintf(stderr, "cq_overflow %lld, expected %lld\n", v, want);
+	return v == want;
+}
+
+/* The IBV_EVENT_CQ_ERR events on `cq` waiting on the async fd (up to 5 s
+ * for the first, then until none comes for 200 ms); -1 after one on
+ * another CQ, printed. Port events (a GID added meanwhile) are left
+ * aside. */
+static int cq_errors(struct ibv_cq *cq)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	int n = 0, other = 0;
+
+	while (poll(&pfd, 1, n + other ? 200 : 5000) == 1 && !ibv_get_async_event(ctx, &ev)) {
+		if (ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq) {
+			n++;
+		} else if (ev.event_type == IBV_EVENT_CQ_ERR) {
+			fprintf(stderr, "IBV_EVENT_CQ_ERR on another CQ\n");
+			other++;
+		}
+		ibv_ack_async_event(&ev);
+	}
+	return other ? -1 : n;
+}
+
+/* Polls `cq` empty: how many completions it held, each checked for
+ * `status` and a wr_id below `wr_ids`; -1 on a wrong one, printed. */
+static int drain(struct ibv_cq *cq, enum ibv_wc_status status, uint64_t wr_ids)
+{
+	struct ibv_wc wc;
+	int n = 0, r;
+
+	while ((r = ibv_poll_cq(cq, 1, &wc)) == 1) {
+		if (wc.status != status || wc.wr_id >= wr_ids) {
+			fprintf(stderr, "completion status %d wr_id %llu\n", wc.status,
+				(unsigned long long)wc.wr_id);
+			return -1;
+		}
+		n++;
+	}
+	return r ? -1 : n;
+}
+
+/*
+ * A UD QP whose CQ holds one completion (capacity 1): three receives
+ * flushed by moving it to ERR, whose flush stops at the first it cannot
+ * add (as rxe's does), lose 1; a UD QP in RTS whose send CQ holds one
+ * makes three signaled SENDs (to a QP number no QP has, on the device's
+ * own GID), and loses 2. Each full CQ raises IBV_EVENT_CQ_ERR; the port's
+ * cq_overflow moves by the completions lost.
+ */
+static int mode_overflow(void)
+{
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 4, .max_recv_wr = 4 }, .qp_type = IBV_QPT_UD };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh.hop_limit = 64 };
+	struct ibv_cq *cq1, *cq2, *rcq;
+	struct ibv_qp *q1, *q2;
+	struct ibv_pd *pd;
+	struct ibv_ah *ah;
+	long long base;
+	int n, fl;
+
+	base = port_counter("cq_overflow");
+	fl = fcntl(ctx->async_fd, F_GETFL);
+	if (fl < 0 || fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK))
+		FAIL("async fd nonblocking: %s", strerror(errno));
+	pd = ibv_alloc_pd(ctx);
+	cq1 = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	cq2 = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!pd || !cq1 || !cq2 || !rcq || cq1->cqe != 1)
+		FAIL("PD and CQs: %s", strerror(errno));
+
+	ia.send_cq = ia.recv_cq = cq1;
+	q1 = ibv_create_qp(pd, &ia);
+	if (!q1 || ibv_modify_qp(q1, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		FAIL("UD QP to INIT: %s", strerror(errno));
+	for (uint64_t i = 0; i < 3; i++) {
+		struct ibv_recv_wr w = { .wr_id = i }, *bad;
+
+		if (ibv_post_recv(q1, &w, &bad))
+			FAIL("post receive %llu", (unsigned long long)i);
+	}
+	a.qp_state = IBV_QPS_ERR;
+	if (ibv_modify_qp(q1, &a, IBV_QP_STATE))
+		FAIL("to ERR: %s", strerror(errno));
+	if ((n = cq_errors(cq1)) < 1)
+		FAIL("the flush: %d CQ_ERR events on the full CQ, expected at least 1", n);
+	printf("flush: %d CQ_ERR event(s)\n", n);
+	if (base >= 0 && !overflows_reach(base + 1))
+		FAIL("the flush's lost completion not counted");
+	if ((n = drain(cq1, IBV_WC_WR_FLUSH_ERR, 1)) != 1)
+		FAIL("the flush: the full CQ held %d completions, expected wr_id 0 alone", n);
+
+	ia.send_cq = cq2;
+	ia.recv_cq = rcq;
+	q2 = ibv_create_qp(pd, &ia);
+	a.qp_state = IBV_QPS_INIT;
+	if (!q2 || ibv_modify_qp(q2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		FAIL("second UD QP to INIT: %s", strerror(errno));
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(q2, &a, IBV_QP_STATE))
+		FAIL("to RTR: %s", strerror(errno));
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(q2, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		FAIL("to RTS: %s", strerror(errno));
+	/* GID 0, the port's default: a datagram to it is delivered locally. */
+	if (ibv_query_gid(ctx, 1, 0, &aa.grh.dgid))
+		FAIL("query GID 0: %s", strerror(errno));
+	ah = ibv_create_ah(pd, &aa);
+	if (!ah)
+		FAIL("AH to GID 0: %s", strerror(errno));
+	for (uint64_t i = 0; i < 3; i++) {
+		struct ibv_send_wr w = { .wr_id = i, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		w.wr.ud.ah = ah;
+		w.wr.ud.remote_qpn = 0xfedcba;
+		w.wr.ud.remote_qkey = a.qkey;
+		if (ibv_post_send(q2, &w, &bad))
+			FAIL("post send %llu", (unsigned long long)i);
+	}
+	if ((n = cq_errors(cq2)) < 1)
+		FAIL("the SENDs: %d CQ_ERR events on the full CQ, expected at least 1", n);
+	printf("sends: %d CQ_ERR event(s)\n", n);
+	if (base < 0)
+		FAIL("no cq_overflow counter");
+	if (!overflows_reach(base + 3))
+		FAIL("the SENDs' lost completions not counted");
+	if ((n = drain(cq2, IBV_WC_SUCCESS, 1)) != 1)
+		FAIL("the SENDs: the full CQ held %d completions, expected wr_id 0 alone", n);
+	if (ibv_destroy_qp(q1) || ibv_destroy_qp(q2) || ibv_destroy_ah(ah) || ibv_destroy_cq(cq1) ||
+	    ibv_destroy_cq(cq2) || ibv_destroy_cq(rcq) || ibv_dealloc_pd(pd))
+		FAIL("destroy: %s", strerror(errno));
+	printf("overflow: CQ_ERR events, 3 completions lost and counted: ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 
@@ -292,5 +472,7 @@ int main(int argc, char **argv)
 		return mode_many(argc > 3 ? atoi(argv[3]) : 1000, 0);
 	if (!strcmp(argv[2], "leak"))
 		return mode_many(argc > 3 ? atoi(argv[3]) : 1000, 1);
+	if (!strcmp(argv[2], "overflow"))
+		return mode_overflow();
 	FAIL("unknown mode %s", argv[2]);
 }

@@ -106,19 +106,19 @@ impl GidCache {
         })
     }
 
-    /// Publishes the writers' copy `g` (its lock held) for the readers.
-    fn publish(&self, g: &Gids) {
+    /// Publishes the writers' copy `gids` (its lock held) for the readers.
+    fn publish(&self, gids: &Gids) {
         let s = self.seq.load(Ordering::Relaxed);
         // INVARIANT: Odd while the published copy changes, under the lock.
         self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
-        for (w, (port, gid)) in self.words.iter().zip(&g.entries[..g.len]) {
+        for (w, (port, gid)) in self.words.iter().zip(&gids.entries[..gids.len]) {
             for (a, v) in w.iter().zip(words(*port, gid)) {
                 a.store(v, Ordering::Relaxed);
             }
         }
-        self.len.store(g.len, Ordering::Relaxed);
-        self.overflow.store(g.overflow, Ordering::Relaxed);
+        self.len.store(gids.len, Ordering::Relaxed);
+        self.overflow.store(gids.overflow, Ordering::Relaxed);
         self.seq.store(s.wrapping_add(2), Ordering::Release);
     }
 

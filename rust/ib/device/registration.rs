@@ -130,12 +130,12 @@ impl<T: Driver> Device<T> {
         ours.then(|| unsafe { Self::from_raw(ib) })
     }
 
-    /// Runs `f` on the device of type `T` bound to `ndev`, if any.
+    /// Runs `op` on the device of type `T` bound to `ndev`, if any.
     ///
     /// Returns `None` when no RXE-driver device is bound to `ndev`, and
     /// `Some(None)` when one is, but it belongs to another driver (such as
     /// the in-tree `rdma_rxe`).
-    pub fn with_netdev<R>(ndev: &NetDev, f: impl FnOnce(&Self) -> R) -> Option<Option<R>> {
+    pub fn with_netdev<R>(ndev: &NetDev, op: impl FnOnce(&Self) -> R) -> Option<Option<R>> {
         // SAFETY: `ndev` is live; the result carries a registration
         // reference (`ib_device_try_get`) or is null.
         let ib = unsafe { bindings::rrxe_ib_device_get_by_netdev(ndev.as_raw()) };
@@ -146,7 +146,7 @@ impl<T: Driver> Device<T> {
         let r = if unsafe { Self::is_ours(ib) } {
             // SAFETY: Ours, and registered: data alive while the reference is
             // held (the type invariant).
-            Some(f(unsafe { Self::from_raw(ib) }))
+            Some(op(unsafe { Self::from_raw(ib) }))
         } else {
             None
         };
@@ -256,9 +256,9 @@ impl<T: Driver> NewDevice<T> {
     }
 
     /// Sets how many completion vectors the device offers.
-    pub fn set_num_comp_vectors(&mut self, n: u32) {
+    pub fn set_num_comp_vectors(&mut self, vectors: u32) {
         // SAFETY: Unregistered and owned by us.
-        unsafe { (*self.raw()).num_comp_vectors = n as c_int };
+        unsafe { (*self.raw()).num_comp_vectors = vectors as c_int };
     }
 
     /// Registers the device as `name`, bound to `ndev` on port 1, with the

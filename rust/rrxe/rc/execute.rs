@@ -259,7 +259,7 @@ fn send(
     if let Some((slot, _)) = rc.held.take() {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         d.count_recv_done(&wc);
-        let _ = s.recv_wc(&wc, p.se);
+        s.recv_wc(&wc, p.se);
         rc.spare = slot;
     }
     rc.msg = None;
@@ -343,7 +343,7 @@ fn write(
                 ..Default::default()
             };
             d.count_recv_done(&wc);
-            let _ = s.recv_wc(&wc, p.se);
+            s.recv_wc(&wc, p.se);
             rc.spare = slot;
         }
     }

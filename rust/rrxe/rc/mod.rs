@@ -241,7 +241,7 @@ fn complete_ready(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, g: &mut QpInner)
         let _ = g.sq.consume();
         d.count_send_done(&f.wc);
         if f.signaled || s.sig_all || f.wc.status != status::SUCCESS {
-            let _ = s.send_wc(&f.wc);
+            s.send_wc(&f.wc);
         }
         if f.wc.status != status::SUCCESS {
             rrxe_dbg!(

@@ -164,7 +164,7 @@ fn fail(s: &QpShared, rc: &mut RespState, p: &RcPkt<'_>, nak: Nak, st: u32) -> R
             opcode: wqe::WC_RECV,
             ..Default::default()
         };
-        let _ = s.recv_wc(&wc, false);
+        s.recv_wc(&wc, false);
     }
     let msn = rc.msn;
     enter_err(s, &mut s.inner.lock());
