@@ -158,8 +158,11 @@ fn send_datagram(dev: &Device<Rrxe>, dg: &Datagram<'_>) {
         for n in mcast_members(d, &dg.dgid).iter() {
             deliver_local(d, &Datagram { dqpn: *n, ..*dg });
         }
-        // Members on other hosts hear it on the wire.
-        let _ = send_wire(dev, dg, wqe::MCAST_QPN);
+        // Members on other hosts hear it on the wire; lost as a unicast
+        // datagram may be.
+        if send_wire(dev, dg, wqe::MCAST_QPN).is_err() {
+            d.count(Counter::SendErr, 1);
+        }
     } else if dev.has_gid(1, &dg.dgid) {
         d.count(Counter::SentPkts, 1);
         d.count(Counter::SentBytes, dg.payload.len() as u64);
