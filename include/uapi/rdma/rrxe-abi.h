@@ -22,7 +22,9 @@
  *
  * Every value is one attribute: handles as idr attributes, results as
  * __aligned_u64 out pointers of exactly that size. No structure is
- * exchanged.
+ * exchanged. The ids are written (1U << UVERBS_ID_NS_SHIFT) + n, the
+ * kernel's UVERBS_ID_DRIVER_NS + n, as mlx5_user_ioctl_cmds.h writes its
+ * own: older copies of ib_user_ioctl_cmds.h lack UVERBS_ID_DRIVER_NS.
  */
 
 #ifndef RRXE_ABI_USER_H
@@ -38,12 +40,13 @@ enum {
 };
 
 /*
- * UVERBS_METHOD_DM_ALLOC: the offset at which the allocating process maps
- * the new device memory (whole pages) on the command fd. Mandatory.
+ * On UVERBS_METHOD_DM_ALLOC: the offset at which the allocating process
+ * maps the new device memory (whole pages) on the command fd
+ * (__aligned_u64, out, mandatory).
  */
 enum rrxe_ib_alloc_dm_attrs {
 	RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET =
-		UVERBS_ID_DRIVER_NS + RRXE_IB_DRIVER_NS_ATTRS - 1, /* __aligned_u64 */
+		(1U << UVERBS_ID_NS_SHIFT) + RRXE_IB_DRIVER_NS_ATTRS - 1,
 };
 
 /*
@@ -52,11 +55,12 @@ enum rrxe_ib_alloc_dm_attrs {
  * maps memory another context allocated.
  */
 enum rrxe_ib_dm_methods {
-	RRXE_IB_METHOD_DM_QUERY = UVERBS_ID_DRIVER_NS + RRXE_IB_DRIVER_NS_METHODS - 1,
+	RRXE_IB_METHOD_DM_QUERY =
+		(1U << UVERBS_ID_NS_SHIFT) + RRXE_IB_DRIVER_NS_METHODS - 1,
 };
 
 enum rrxe_ib_query_dm_attrs {
-	RRXE_IB_ATTR_QUERY_DM_REQ_HANDLE = UVERBS_ID_DRIVER_NS,
+	RRXE_IB_ATTR_QUERY_DM_REQ_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
 	RRXE_IB_ATTR_QUERY_DM_RESP_MMAP_OFFSET,	/* __aligned_u64 */
 	RRXE_IB_ATTR_QUERY_DM_RESP_LENGTH,	/* __aligned_u64, bytes */
 };
@@ -67,11 +71,12 @@ enum rrxe_ib_query_dm_attrs {
  * carry no driver data: nothing is returned.
  */
 enum rrxe_ib_pd_methods {
-	RRXE_IB_METHOD_PD_QUERY = UVERBS_ID_DRIVER_NS + RRXE_IB_DRIVER_NS_METHODS - 1,
+	RRXE_IB_METHOD_PD_QUERY =
+		(1U << UVERBS_ID_NS_SHIFT) + RRXE_IB_DRIVER_NS_METHODS - 1,
 };
 
 enum rrxe_ib_query_pd_attrs {
-	RRXE_IB_ATTR_QUERY_PD_HANDLE = UVERBS_ID_DRIVER_NS,
+	RRXE_IB_ATTR_QUERY_PD_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
 };
 
 #endif /* RRXE_ABI_USER_H */
