@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Device memory on an rrxe device through libibverbs: rdma-core 59 with the
- * project's rxe provider patch (tools/rdma-core/rxe-dm.patch), put first by
+ * project's rxe provider patch series (tools/rdma-core/), put first by
  * `. tools/rdma-user-env`. Build and run:
  *
  *   . tools/rdma-user-env

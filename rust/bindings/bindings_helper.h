@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The kernel headers rrxe's bindings are generated from. Only declarations
- * from the RDMA headers, helpers.h and net_glue.h are emitted (see
- * bindgen_parameters); everything else comes from the kernel crate's own
- * bindings.
+ * from the RDMA headers (rrxe's own uapi header among them), helpers.h and
+ * net_glue.h are emitted (see bindgen_parameters); everything else comes
+ * from the kernel crate's own bindings.
  */
 #include <linux/crc32.h>
 #include <linux/netdevice.h>
@@ -18,6 +18,7 @@
 #include <rdma/rdma_netlink.h>
 #include <uapi/rdma/rdma_user_rxe.h>
 #include <uapi/rdma/ib_user_verbs.h>
+#include <uapi/rdma/rrxe-abi.h>
 
 #include "helpers.h"
 #include "net_glue.h"

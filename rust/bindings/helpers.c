@@ -2,7 +2,8 @@
 /*
  * One-line C wrappers for static inlines and macros that Rust cannot call,
  * plus what only C macros can declare: the string module parameter (and
- * dm_size beside it), the DM uverbs attribute tree and the counter names.
+ * dm_size beside it), the uverbs methods and attributes of rrxe-abi.h and
+ * the counter names.
  * The network glue (UDP tunnel sockets, receive queue, skb transmission)
  * lives in net_glue.c.
  */
@@ -18,6 +19,7 @@
 #include <rdma/uverbs_named_ioctl.h>
 #include <rdma/uverbs_std_types.h>
 #include <rdma/ib_umem.h>
+#include <uapi/rdma/rrxe-abi.h>
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>
 #include <linux/vmalloc.h>
@@ -79,12 +81,34 @@ void rrxe_ibdev_dbg(const struct ib_device *ibdev, const void *args)
 { printk(KERN_DEBUG "rrxe %s: %pA", dev_name(&ibdev->dev), args); }
 
 /*
- * Driver-specific uverbs attributes. DM_ALLOC returns the page offset at
- * which the allocating process maps the new device memory.
+ * The driver-namespace ids of rrxe-abi.h fit the room the core's radix keys
+ * leave the driver (uapi_key_ioctl_method(), uapi_key_attr()): a method or
+ * attribute id past it would make the uapi tree fail to build at device
+ * registration instead of here.
+ */
+static_assert(RRXE_IB_DRIVER_NS_METHODS == UVERBS_API_METHOD_KEY_NUM_DRIVER);
+static_assert(RRXE_IB_DRIVER_NS_ATTRS == (1 << (UVERBS_API_ATTR_KEY_BITS - 1)) - 1);
+#define RRXE_IS_DRIVER_METHOD(id) ((u32)(id) >= UVERBS_ID_DRIVER_NS && \
+	(u32)(id) < UVERBS_ID_DRIVER_NS + RRXE_IB_DRIVER_NS_METHODS)
+#define RRXE_IS_DRIVER_ATTR(id) ((u32)(id) >= UVERBS_ID_DRIVER_NS && \
+	(u32)(id) < UVERBS_ID_DRIVER_NS + RRXE_IB_DRIVER_NS_ATTRS)
+static_assert(RRXE_IS_DRIVER_METHOD(RRXE_IB_METHOD_DM_QUERY));
+static_assert(RRXE_IS_DRIVER_METHOD(RRXE_IB_METHOD_PD_QUERY));
+static_assert(RRXE_IS_DRIVER_ATTR(RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET));
+static_assert(RRXE_IS_DRIVER_ATTR(RRXE_IB_ATTR_QUERY_DM_REQ_HANDLE));
+static_assert(RRXE_IS_DRIVER_ATTR(RRXE_IB_ATTR_QUERY_DM_RESP_MMAP_OFFSET));
+static_assert(RRXE_IS_DRIVER_ATTR(RRXE_IB_ATTR_QUERY_DM_RESP_LENGTH));
+static_assert(RRXE_IS_DRIVER_ATTR(RRXE_IB_ATTR_QUERY_PD_HANDLE));
+/* The out values are __aligned_u64s: UVERBS_ATTR_TYPE(u64) takes 8 bytes. */
+static_assert(sizeof_field(struct rrxe_dm_head, mmap_offset) == sizeof(__u64));
+
+/*
+ * DM_ALLOC also returns the page offset at which the allocating process
+ * maps the new device memory.
  */
 ADD_UVERBS_ATTRIBUTES_SIMPLE(
 	rrxe_dm_alloc_attrs, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC,
-	UVERBS_ATTR_PTR_OUT(RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET,
+	UVERBS_ATTR_PTR_OUT(RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET,
 			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
 
 /*
@@ -92,50 +116,50 @@ ADD_UVERBS_ATTRIBUTES_SIMPLE(
  * imported from a duplicate of the command fd (ibv_import_dm) can map
  * memory another context of the same file allocated.
  */
-static int UVERBS_HANDLER(RRXE_METHOD_DM_QUERY)(struct uverbs_attr_bundle *attrs)
+static int UVERBS_HANDLER(RRXE_IB_METHOD_DM_QUERY)(struct uverbs_attr_bundle *attrs)
 {
-	struct ib_dm *ibdm = uverbs_attr_get_obj(attrs, RRXE_ATTR_QUERY_DM_REQ_HANDLE);
+	struct ib_dm *ibdm = uverbs_attr_get_obj(attrs, RRXE_IB_ATTR_QUERY_DM_REQ_HANDLE);
 	struct rrxe_dm_head *dm = container_of(ibdm, struct rrxe_dm_head, ib);
 	u64 length = ibdm->length;
 	int ret;
 
-	ret = uverbs_copy_to(attrs, RRXE_ATTR_QUERY_DM_RESP_MMAP_OFFSET,
+	ret = uverbs_copy_to(attrs, RRXE_IB_ATTR_QUERY_DM_RESP_MMAP_OFFSET,
 			     &dm->mmap_offset, sizeof(dm->mmap_offset));
 	if (ret)
 		return ret;
-	return uverbs_copy_to(attrs, RRXE_ATTR_QUERY_DM_RESP_LENGTH, &length,
+	return uverbs_copy_to(attrs, RRXE_IB_ATTR_QUERY_DM_RESP_LENGTH, &length,
 			      sizeof(length));
 }
 
 DECLARE_UVERBS_NAMED_METHOD(
-	RRXE_METHOD_DM_QUERY,
-	UVERBS_ATTR_IDR(RRXE_ATTR_QUERY_DM_REQ_HANDLE, UVERBS_OBJECT_DM,
+	RRXE_IB_METHOD_DM_QUERY,
+	UVERBS_ATTR_IDR(RRXE_IB_ATTR_QUERY_DM_REQ_HANDLE, UVERBS_OBJECT_DM,
 			UVERBS_ACCESS_READ, UA_MANDATORY),
-	UVERBS_ATTR_PTR_OUT(RRXE_ATTR_QUERY_DM_RESP_MMAP_OFFSET,
+	UVERBS_ATTR_PTR_OUT(RRXE_IB_ATTR_QUERY_DM_RESP_MMAP_OFFSET,
 			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY),
-	UVERBS_ATTR_PTR_OUT(RRXE_ATTR_QUERY_DM_RESP_LENGTH,
+	UVERBS_ATTR_PTR_OUT(RRXE_IB_ATTR_QUERY_DM_RESP_LENGTH,
 			    UVERBS_ATTR_TYPE(u64), UA_MANDATORY));
 
 DECLARE_UVERBS_GLOBAL_METHODS(UVERBS_OBJECT_DM,
-			      &UVERBS_METHOD(RRXE_METHOD_DM_QUERY));
+			      &UVERBS_METHOD(RRXE_IB_METHOD_DM_QUERY));
 
 /*
  * PD_QUERY: nothing to report (rxe's PDs carry no driver data), but the
  * core has checked that the handle names a PD of this file, so that
  * ibv_import_pd() refuses anything else at once.
  */
-static int UVERBS_HANDLER(RRXE_METHOD_PD_QUERY)(struct uverbs_attr_bundle *attrs)
+static int UVERBS_HANDLER(RRXE_IB_METHOD_PD_QUERY)(struct uverbs_attr_bundle *attrs)
 {
 	return 0;
 }
 
 DECLARE_UVERBS_NAMED_METHOD(
-	RRXE_METHOD_PD_QUERY,
-	UVERBS_ATTR_IDR(RRXE_ATTR_QUERY_PD_HANDLE, UVERBS_OBJECT_PD,
+	RRXE_IB_METHOD_PD_QUERY,
+	UVERBS_ATTR_IDR(RRXE_IB_ATTR_QUERY_PD_HANDLE, UVERBS_OBJECT_PD,
 			UVERBS_ACCESS_READ, UA_MANDATORY));
 
 DECLARE_UVERBS_GLOBAL_METHODS(UVERBS_OBJECT_PD,
-			      &UVERBS_METHOD(RRXE_METHOD_PD_QUERY));
+			      &UVERBS_METHOD(RRXE_IB_METHOD_PD_QUERY));
 
 static const struct uapi_definition rrxe_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &rrxe_dm_alloc_attrs),

@@ -10,35 +10,9 @@
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
-#include <uapi/rdma/rdma_user_ioctl_cmds.h>
 
 struct vm_area_struct;
 struct uverbs_attr_bundle;
-
-/* Driver-namespace attribute ids (bit UVERBS_ID_NS_SHIFT set). */
-enum rrxe_uverbs_attrs {
-	RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET = 1U << UVERBS_ID_NS_SHIFT,
-};
-
-/* The driver's method on DM objects: where a DM handle maps, for import. */
-enum rrxe_uverbs_dm_methods {
-	RRXE_METHOD_DM_QUERY = 1U << UVERBS_ID_NS_SHIFT,
-};
-
-enum rrxe_uverbs_query_dm_attrs {
-	RRXE_ATTR_QUERY_DM_REQ_HANDLE = 1U << UVERBS_ID_NS_SHIFT,
-	RRXE_ATTR_QUERY_DM_RESP_MMAP_OFFSET,
-	RRXE_ATTR_QUERY_DM_RESP_LENGTH,
-};
-
-/* The driver's method on PD objects: checks a PD handle, for import. */
-enum rrxe_uverbs_pd_methods {
-	RRXE_METHOD_PD_QUERY = 1U << UVERBS_ID_NS_SHIFT,
-};
-
-enum rrxe_uverbs_query_pd_attrs {
-	RRXE_ATTR_QUERY_PD_HANDLE = 1U << UVERBS_ID_NS_SHIFT,
-};
 
 /*
  * The start of every DM the driver allocates (the Rust `Dm` asserts this

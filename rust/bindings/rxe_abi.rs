@@ -407,3 +407,24 @@ const _: () = assert!(access::FLUSH_GLOBAL == b::ib_access_flags_IB_ACCESS_FLUSH
 const _: () = assert!(access::FLUSH_PERSISTENT == b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT);
 const _: () = assert!(access::OPTIONAL_RANGE == b::ib_access_flags_IB_ACCESS_OPTIONAL);
 const _: () = assert!(access::SUPPORTED == b::ib_access_flags_IB_ACCESS_SUPPORTED);
+
+// --- rrxe's additions (`include/uapi/rdma/rrxe-abi.h`). ---------------------
+//
+// The header's room for driver-namespace ids is the core's (the C helper
+// file checks each id against it), and the attribute the Rust DM layer
+// fills is the header's, in the driver namespace.
+
+const _: () =
+    assert!(b::RRXE_IB_DRIVER_NS_METHODS == b::uapi_radix_data_UVERBS_API_METHOD_KEY_NUM_DRIVER);
+const _: () = assert!(
+    b::RRXE_IB_DRIVER_NS_ATTRS == (1 << (b::uapi_radix_data_UVERBS_API_ATTR_KEY_BITS - 1)) - 1
+);
+const _: () = assert!(
+    crate::ib::dm::ALLOC_DM_RESP_MMAP_OFFSET as u32
+        == b::rrxe_ib_alloc_dm_attrs_RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET
+);
+const _: () = {
+    let id = b::rrxe_ib_alloc_dm_attrs_RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET as u64;
+    let first = b::UVERBS_ID_DRIVER_NS as u64;
+    assert!(id >= first && id < first + b::RRXE_IB_DRIVER_NS_ATTRS as u64);
+};

@@ -10,12 +10,13 @@
 //!
 //! Userspace reaches the memory by mmap: `alloc_dm` returns a page offset,
 //! which this layer reports through the driver-namespace attribute
-//! `RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET` (u64, id `1 << UVERBS_ID_NS_SHIFT`)
-//! of the DM alloc method, declared in the C helper file. The offset stays
-//! in the object, after the core's part (`struct rrxe_dm_head`), where the
-//! driver's `DM_QUERY` method (C, in the same file) reads it for
-//! `ibv_import_dm`: a context imported from a duplicate of the command fd
-//! shares the file's mappings and maps the same memory.
+//! `RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET` (u64) of the DM alloc method,
+//! one of the ids of `include/uapi/rdma/rrxe-abi.h`, whose uverbs tree the
+//! C helper file declares. The offset stays in the object, after the
+//! core's part (`struct rrxe_dm_head`), where the driver's `DM_QUERY`
+//! method (C, in the same file) reads it for `ibv_import_dm`: a context
+//! imported from a duplicate of the command fd shares the file's mappings
+//! and maps the same memory.
 
 use super::{
     bindings,
@@ -45,8 +46,12 @@ pub trait DmOps<T: Driver>: Sized + Send + Sync {
 }
 
 /// The driver-namespace attribute id of the mmap offset DM_ALLOC returns.
-pub const ALLOC_DM_RESP_MMAP_OFFSET: u16 =
-    bindings::rrxe_uverbs_attrs_RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET as u16;
+pub const ALLOC_DM_RESP_MMAP_OFFSET: u16 = {
+    let id = bindings::rrxe_ib_alloc_dm_attrs_RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET;
+    // An attribute id is 16 bits on the wire (`struct ib_uverbs_attr`).
+    assert!(id <= u16::MAX as u32);
+    id as u16
+};
 
 /// What `alloc_dm` was asked for.
 #[derive(Clone, Copy, Debug)]

@@ -4,8 +4,8 @@
  * methods. Stock librxe has no ibv_alloc_dm, so this program opens the
  * device with libibverbs and then issues DM_ALLOC, DM_FREE, DM_MR_REG and
  * MR_DESTROY itself on the context's command fd, reading rrxe's
- * driver-specific attribute (id 1 << UVERBS_ID_NS_SHIFT) for the mmap
- * offset. Each mode prints what went wrong and exits non-zero on failure.
+ * driver-specific attribute (RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET, from
+ * the project's include/uapi/rdma/rrxe-abi.h) for the mmap offset. Each mode prints what went wrong and exits non-zero on failure.
  *
  *   off               max_dm_size is 0 and DM_ALLOC fails EOPNOTSUPP
  *   basic SIZE        max_dm_size == SIZE; alloc with alignment, mmap,
@@ -18,6 +18,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/rdma_user_ioctl.h>
+#include <rdma/rrxe-abi.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +30,6 @@
 
 #include "rrxe_test.h"
 
-#define RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET (1U << UVERBS_ID_NS_SHIFT)
 #define PAGE 4096UL
 
 static struct ibv_context *ctx;
@@ -82,7 +82,7 @@ static int dm_alloc(struct dm *dm, uint64_t len, uint32_t log_align)
 	h = attr(&c, UVERBS_ATTR_ALLOC_DM_HANDLE, 0, 0);
 	attr(&c, UVERBS_ATTR_ALLOC_DM_LENGTH, sizeof(len), len);
 	attr(&c, UVERBS_ATTR_ALLOC_DM_ALIGNMENT, sizeof(log_align), log_align);
-	attr(&c, RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET, sizeof(dm->offset), (uintptr_t)&dm->offset);
+	attr(&c, RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET, sizeof(dm->offset), (uintptr_t)&dm->offset);
 	r = run(&c);
 	if (!r) {
 		dm->handle = h->data;

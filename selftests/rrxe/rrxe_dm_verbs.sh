@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Device memory from a user program, through libibverbs: the project's
 # rdma-core 59 userspace (tools/rdma-user-env; its rxe provider carries
-# tools/rdma-core/rxe-dm.patch) on an rrxe device with the default dm_size.
+# the patch series in tools/rdma-core/) on an rrxe device with the default
+# dm_size.
 # pyverbs allocates 8 KiB of DM, copies to and from it, registers zero-based
 # DM MRs and has an RC peer WRITE, READ and do atomics on them (see
 # rrxe_dm_verbs.py); bad input gets its errno; freeing a DM that an MR uses
