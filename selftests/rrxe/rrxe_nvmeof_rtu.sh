@@ -66,8 +66,6 @@ wire_pid=
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
 	ktap_exit_fail_msg "cannot mount configfs"
 [ -d $TR/events ] || mount -t tracefs none $TR 2>/dev/null
-tracing=0
-[ -d $TR/events/nvmet/nvmet_req_init ] && tracing=1
 lockdep=$(awk '/debug_locks:/ { print $2 }' /proc/lockdep_stats 2>/dev/null)
 
 teardown() {
@@ -104,6 +102,10 @@ cleanup_net
 unload_rrxe
 modprobe -r rdma_rxe 2>/dev/null
 mark=$(kmsg_mark)
+modprobe nvmet_rdma && modprobe nvme_rdma || ktap_exit_fail_msg "modprobe nvmet_rdma nvme_rdma failed"
+# nvmet's tracepoints, where the kernel has tracing (the debug kernel).
+tracing=0
+[ -d $TR/events/nvmet/nvmet_req_init ] && tracing=1
 setup() {
 	ip tuntap add dev $TAPA mode tap && ip tuntap add dev $TAPB mode tap || return 1
 	python3 "$lib_dir/rrxe_rtu_wire.py" $TAPA $TAPB >"$logdir/wire.log" 2>&1 &
@@ -118,7 +120,6 @@ setup() {
 	modprobe rdma_rxe && rdma link add $DEVA type rxe netdev $TAPA &&
 		rdma link add $DEVB type rxe netdev $TAPB || return 1
 	wait_gid $DEVA "ffff:$A" && wait_gid $DEVB "ffff:$B" || { echo "no IPv4 GIDs"; return 1; }
-	modprobe nvmet_rdma && modprobe nvme_rdma || return 1
 	mount -t tmpfs -o size=64M rrxt-rtu "$mnt" && truncate -s 32M "$mnt/ns.img" || return 1
 	local s=$CFS/subsystems/$NQN
 	mkdir -p $s/namespaces/1 && echo 1 >$s/attr_allow_any_host &&

@@ -17,10 +17,12 @@ One line of standard output per event (flushed):
   drop rtu comm=ID           the first RTU of comm ID, dropped
   pass rtu comm=ID sends=N   a later RTU of comm ID, forwarded after N RC
                              SEND packets from A since ID's RTU was dropped
-Runs until SIGTERM or SIGINT; then prints "wire: F frames, D dropped".
+Frames for a tap that is down are lost. Runs until SIGTERM or SIGINT;
+then prints "wire: F frames, D dropped".
 The taps must exist (ip tuntap add ... mode tap), without packet info.
 """
 
+import errno
 import fcntl
 import os
 import select
@@ -104,7 +106,13 @@ def main():
                         print(f"drop rtu comm={comm:#x}", flush=True)
                         continue
                     print(f"pass rtu comm={comm:#x} sends={dropped[comm]}", flush=True)
-            os.write(peer[fd], frame)
+            try:
+                os.write(peer[fd], frame)
+            except OSError as e:
+                # A tap that is down takes no frame (EIO): the wire loses
+                # it, as a cable to a port that is down would.
+                if e.errno != errno.EIO:
+                    raise
     print(f"wire: {frames} frames, {len(dropped)} dropped", flush=True)
 
 
