@@ -42,8 +42,8 @@
 #
 # On the debug kernel ($RRXE_DEBUG=1, where the hardening harness runs it
 # last but one) the defaults are smaller: rrxe alone, cases 1, 7, 8 and 9,
-# 4 MiB after case 7's event (and 16 MiB in case 2 when chosen): KASAN and
-# lockdep under TCG make the I/O many times slower.
+# 4 MiB after case 7's event, 12 s of I/O in case 8 (and 16 MiB in case 2
+# when chosen): KASAN and lockdep under TCG make the I/O many times slower.
 #
 # nvmet's known report: a connect command that reaches the target before
 # the target's rdma_cm has seen the RTU is run by nvmet from its rdma_cm
@@ -61,11 +61,11 @@ set -uo pipefail
 if [ "${RRXE_DEBUG:-0}" = 1 ]; then
 	DRIVERS=${RRXE_NVMEOF_DRIVERS:-rrxe}
 	CASES=${RRXE_NVMEOF_CASES:-1 7 8 9}
-	C2_SIZE=16M C7_AFTER=4M
+	C2_SIZE=16M C7_AFTER=4M C8_SECS=12
 else
 	DRIVERS=${RRXE_NVMEOF_DRIVERS:-rdma_rxe rrxe}
 	CASES=${RRXE_NVMEOF_CASES:-1 2 3 4 5 6 7 8 9}
-	C2_SIZE=256M C7_AFTER=32M
+	C2_SIZE=256M C7_AFTER=32M C8_SECS=30
 fi
 
 ktap_print_header
@@ -427,7 +427,7 @@ case8() {
 	# Unverified I/O: once the namespace goes, its capacity is 0, where
 	# direct reads return 0 bytes (end of device) and fio would check
 	# buffers that no read filled.
-	[ -n "$b" ] && fio_bg c8 "$b" 30 --rw=randrw --verify=0 && sleep 3
+	[ -n "$b" ] && fio_bg c8 "$b" "$C8_SECS" --rw=randrw --verify=0 && sleep 3
 	bounded 120 rdma link delete $DEV || { echo "rdma link delete $DEV failed"; rc=1; }
 	wait_for 60 no_ctrl_of $NQN1 || { echo "the controller stays after the device went"; rc=1; }
 	dev_gone $DEV || { echo "$DEV is still there"; rc=1; }

@@ -61,7 +61,6 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -n "${RRXE_OUT:-}" ]; then logdir=$RRXE_OUT/nvmeof_rtu; mkdir -p "$logdir"; else logdir=$(mktemp -d); fi
 rm -f "$logdir"/*
 mnt=$(mktemp -d)
-wire_pid=
 
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config ||
 	ktap_exit_fail_msg "cannot mount configfs"
@@ -87,10 +86,11 @@ teardown() {
 	dev_exists $DEVA && { rdma link delete $DEVA || rc=1; }
 	dev_exists $DEVB && { rdma link delete $DEVB || rc=1; }
 	timeout 60 modprobe -r rdma_rxe || rc=1
-	if [ -n "$wire_pid" ]; then
-		kill "$wire_pid" 2>/dev/null
-		wait "$wire_pid"
-		wire_pid=
+	# The wire started in set-up's subshell: its pid is in a file.
+	if [ -s "$logdir/wire.pid" ]; then
+		kill "$(cat "$logdir/wire.pid")" 2>/dev/null
+		wait_for 10 bash -c "! kill -0 $(cat "$logdir/wire.pid") 2>/dev/null" || rc=1
+		rm -f "$logdir/wire.pid"
 	fi
 	cleanup_net
 	return $rc
@@ -109,7 +109,7 @@ tracing=0
 setup() {
 	ip tuntap add dev $TAPA mode tap && ip tuntap add dev $TAPB mode tap || return 1
 	python3 "$lib_dir/rrxe_rtu_wire.py" $TAPA $TAPB >"$logdir/wire.log" 2>&1 &
-	wire_pid=$!
+	echo $! >"$logdir/wire.pid"
 	wait_for 30 grep -q '^wire: up' "$logdir/wire.log" || { cat "$logdir/wire.log"; return 1; }
 	local d
 	for d in all $TAPA $TAPB; do
@@ -162,7 +162,13 @@ connect_io() {
 		--hostnqn="nqn.2014-08.org.nvmexpress:uuid:$uuid" --hostid="$uuid" \
 		--nr-io-queues=1 || { echo "nvme connect failed"; return 1; }
 	echo "connected in $((SECONDS - t0)) s"
-	wait_for 30 bdev >/dev/null || { echo "no block device"; return 1; }
+	wait_for 30 bdev >/dev/null || {
+		echo "no block device $((SECONDS - t0)) s after the connect began:"
+		find /sys/class/nvme/ /sys/class/nvme/*/ /dev -maxdepth 1 -name 'nvme*' | head -n 30
+		grep -H . /sys/class/nvme/*/state
+		ps -eo pid,stat,wchan:32,comm | awk '$2 ~ /D/' | head -n 20
+		return 1
+	}
 	b=$(bdev)
 	f=$(mktemp)
 	head -c 65536 /dev/urandom >"$f"
