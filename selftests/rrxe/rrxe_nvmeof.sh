@@ -37,13 +37,39 @@
 # notes: a case rdma_rxe fails is reported, not failed. One more test
 # checks that rrxe passed every case rdma_rxe passed. Logs (fio's output
 # among them) go to $RRXE_OUT/nvmeof. RRXE_NVMEOF_DRIVERS (default
-# "rdma_rxe rrxe") picks the drivers, e.g. rrxe alone on the debug kernel;
-# without rdma_rxe that last test is skipped.
+# "rdma_rxe rrxe") picks the drivers and RRXE_NVMEOF_CASES (default all)
+# the cases; without rdma_rxe that last test is skipped.
+#
+# On the debug kernel ($RRXE_DEBUG=1, where the hardening harness runs it
+# last but one) the defaults are smaller: rrxe alone, cases 1, 7, 8 and 9,
+# 4 MiB after case 7's event, 12 s of I/O in case 8 (and 16 MiB in case 2
+# when chosen): KASAN and lockdep under TCG make the I/O many times slower.
+#
+# nvmet's known report: a connect command that reaches the target before
+# the target's rdma_cm has seen the RTU is run by nvmet from its rdma_cm
+# handler, and case 7's unlink then makes lockdep report a circular
+# dependency between nvmet_config_sem and rdma_cm's handler_mutex. The
+# order is legal and rdma_rxe reaches it too (rrxe_nvmeof_rtu.sh makes it
+# certain; on the debug kernel, over 10 connects with one I/O queue to a
+# target on the same device, nvmet ran 2 of 20 connect commands from its
+# rdma_cm handler on rrxe and 5 of 20 on rdma_rxe).
+# tools/kreport-filter knows that report: the checks here leave it out,
+# with a line saying so, and fail on any other. Lockdep is off after it.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
+if [ "${RRXE_DEBUG:-0}" = 1 ]; then
+	DRIVERS=${RRXE_NVMEOF_DRIVERS:-rrxe}
+	CASES=${RRXE_NVMEOF_CASES:-1 7 8 9}
+	C2_SIZE=16M C7_AFTER=4M C8_SECS=12
+else
+	DRIVERS=${RRXE_NVMEOF_DRIVERS:-rdma_rxe rrxe}
+	CASES=${RRXE_NVMEOF_CASES:-1 2 3 4 5 6 7 8 9}
+	C2_SIZE=256M C7_AFTER=32M C8_SECS=30
+fi
+
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan $(($(wc -w <<<"$CASES") + 1))
 
 ADDR=10.80.0.1
 PORT=4420
@@ -233,7 +259,7 @@ res_line() { rdma res show 2>/dev/null | grep " $1: "; }
 
 DESC=(""
 	"file-backed namespace on a tmpfs: nvme connect -t rdma, the block device appears"
-	"fio random writes 4k-64k, iodepth 16, 256 MiB, crc32c-verified"
+	"fio random writes 4k-64k, iodepth 16, ${C2_SIZE%M} MiB, crc32c-verified"
 	"a null_blk namespace (512-byte blocks) connects and serves verified I/O"
 	"odd sizes and offsets: 512 to 7680-byte blocks, buffers at 4-byte offsets, two iovecs"
 	"nvme reset during verified I/O: the controller comes back live, verified I/O after"
@@ -265,7 +291,7 @@ case1() {
 case2() {
 	local b
 	b=$(bdev_of $NQN1) || { echo "no block device"; return 1; }
-	fio_v c2 "$b" 256M
+	fio_v c2 "$b" "$C2_SIZE"
 }
 
 case3() {
@@ -392,7 +418,7 @@ case7() {
 	wait_for 30 ctrl_live "$c" || { echo "$c: state $(ctrl_state "$c") 30 s after the port came back"; fio_bg_end c7; return 1; }
 	echo "$c: live again $((SECONDS - t0)) s after the port came back"
 	fio_bg_end c7 || return 1
-	fio_v c7-after "$(bdev_of $NQN1)" 32M
+	fio_v c7-after "$(bdev_of $NQN1)" "$C7_AFTER"
 }
 
 case8() {
@@ -401,7 +427,7 @@ case8() {
 	# Unverified I/O: once the namespace goes, its capacity is 0, where
 	# direct reads return 0 bytes (end of device) and fio would check
 	# buffers that no read filled.
-	[ -n "$b" ] && fio_bg c8 "$b" 30 --rw=randrw --verify=0 && sleep 3
+	[ -n "$b" ] && fio_bg c8 "$b" "$C8_SECS" --rw=randrw --verify=0 && sleep 3
 	bounded 120 rdma link delete $DEV || { echo "rdma link delete $DEV failed"; rc=1; }
 	wait_for 60 no_ctrl_of $NQN1 || { echo "the controller stays after the device went"; rc=1; }
 	dev_gone $DEV || { echo "$DEV is still there"; rc=1; }
@@ -468,20 +494,19 @@ clean_start() {
 	modprobe -r rdma_rxe 2>/dev/null
 }
 
-DRIVERS=${RRXE_NVMEOF_DRIVERS:-rdma_rxe rrxe}
 for drv in $DRIVERS; do
 	clean_start
 	t_phase=$SECONDS
 	phase_mark=$(kmsg_mark)
-	for n in 1 2 3 4 5 6 7 8 9; do
-		run_case $n
+	for n in $CASES; do
+		run_case "$n"
 	done
 	echo "# $drv: the phase took $((SECONDS - t_phase)) s"
 done
 
 lost=
-for n in 1 2 3 4 5 6 7 8 9; do
-	[ "${res[rdma_rxe.$n]}" = 0 ] && [ "${res[rrxe.$n]}" != 0 ] && lost+=" $n"
+for n in $CASES; do
+	[ "${res[rdma_rxe.$n]:-}" = 0 ] && [ "${res[rrxe.$n]:-}" != 0 ] && lost+=" $n"
 done
 if [[ " $DRIVERS " != *" rdma_rxe "* ]] || [[ " $DRIVERS " != *" rrxe "* ]]; then
 	ktap_test_skip "rrxe passes every case rdma_rxe passes (not both drivers ran: $DRIVERS)"
