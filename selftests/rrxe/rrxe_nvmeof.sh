@@ -41,10 +41,9 @@
 # the cases; without rdma_rxe that last test is skipped.
 #
 # On the debug kernel ($RRXE_DEBUG=1, where the hardening harness runs it
-# last but one) the defaults are smaller: rrxe alone, cases 1, 7 and 9
-# (case 8's link deletion under I/O is the chaos test's there), 4 MiB
-# after case 7's event (and, when chosen, 16 MiB in case 2 and 12 s of I/O
-# in case 8): KASAN and lockdep under TCG make the I/O many times slower.
+# last but one) the defaults are smaller: rrxe alone, cases 1, 7, 8 and 9,
+# 4 MiB after case 7's event, 12 s of I/O in case 8 (and 16 MiB in case 2
+# when chosen): KASAN and lockdep under TCG make the I/O many times slower.
 #
 # nvmet's known report: a connect command that reaches the target before
 # the target's rdma_cm has seen the RTU is run by nvmet from its rdma_cm
@@ -61,7 +60,7 @@ set -uo pipefail
 
 if [ "${RRXE_DEBUG:-0}" = 1 ]; then
 	DRIVERS=${RRXE_NVMEOF_DRIVERS:-rrxe}
-	CASES=${RRXE_NVMEOF_CASES:-1 7 9}
+	CASES=${RRXE_NVMEOF_CASES:-1 7 8 9}
 	C2_SIZE=16M C7_AFTER=4M C8_SECS=12
 else
 	DRIVERS=${RRXE_NVMEOF_DRIVERS:-rdma_rxe rrxe}
