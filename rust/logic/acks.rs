@@ -247,6 +247,25 @@ mod tests {
     };
 
     #[test]
+    fn restart_spends_no_retry() {
+        // A SEND, then a READ (PSNs 11..=13) whose answer could not be
+        // placed: the READ goes again without spending a retry.
+        let mut w = window(10);
+        w.retry_left = 1;
+        let send = post(&mut w, Opcode::Send, 10, None);
+        let read = post(&mut w, Opcode::RdmaRead, 3000, None);
+        assert_eq!(w.index_of(0, read), 1);
+        assert_eq!(w.rd_atomic, 1);
+        w.restart(0, 1);
+        let f = w.flights[read].unwrap();
+        assert_eq!((w.retry_left, w.next, w.psn), (1, 1, 11));
+        assert_eq!((f.state, w.rd_atomic), (FState::Pending, 0));
+        // The rest of the old answer starts no retry of its own.
+        assert_eq!(w.lost_at, Some(11));
+        assert_eq!(state(&w, send).0, FState::Sent);
+    }
+
+    #[test]
     fn nak_at_the_request_psn_is_taken() {
         // A SEND (PSNs 100..=102) acknowledged by a NAK for the WRITE after
         // it (103..=104), which fails.

@@ -622,27 +622,6 @@ mod tests {
     }
 
     #[test]
-    fn restart_spends_no_retry() {
-        let mut w = window(8);
-        w.retry_left = 1;
-        take(&mut w, 5, Opcode::Send, 10);
-        send_all(&mut w, 5);
-        take(&mut w, 5, Opcode::RdmaRead, 3000);
-        send_all(&mut w, 5);
-        let i = w.slot_of(5, 1);
-        assert_eq!(w.index_of(5, i), 1);
-        assert_eq!(w.rd_atomic, 1);
-        w.restart(5, 1);
-        let f = w.flights[i].unwrap();
-        assert_eq!((w.retry_left, w.next, w.psn), (1, 1, f.first_psn));
-        assert_eq!((f.state, w.rd_atomic), (FState::Pending, 0));
-        // The rest of the old answer starts no retry of its own.
-        assert_eq!(w.lost_at, Some(f.first_psn));
-        // The SEND before it stays sent.
-        assert_eq!(w.flights[w.slot_of(5, 0)].unwrap().state, FState::Sent);
-    }
-
-    #[test]
     fn acks_finish_in_order_and_retire() {
         let mut w = window(8);
         take(&mut w, 0, Opcode::Send, 2048);
