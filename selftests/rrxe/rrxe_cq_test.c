@@ -280,17 +280,10 @@ static int mode_many(int n, int leak)
  * read. */
 static long long port_counter(const char *name)
 {
-	char path[256];
-	long long v = -1;
-	FILE *f;
+	long long v = rrxe_hw_counter(ibv_get_device_name(ctx->device), name);
 
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 ibv_get_device_name(ctx->device), name);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%lld", &v) != 1)
-		fprintf(stderr, "cannot read %s\n", path);
-	if (f)
-		fclose(f);
+	if (v < 0)
+		fprintf(stderr, "cannot read the port counter %s\n", name);
 	return v;
 }
 

@@ -874,19 +874,7 @@ static int mode_rnr(void)
 /* A port counter of the device under test; -1 when it cannot be read. */
 static long long counter(const char *name)
 {
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 ibv_get_device_name(ctx->device), name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return rrxe_hw_counter(ibv_get_device_name(ctx->device), name);
 }
 
 /* One round of mode_retry; `*ms` is how long RETRY_EXC_ERR took. */

@@ -99,6 +99,24 @@ static inline int rrxe_connect(struct ibv_qp *q, uint32_t peer, const union ibv_
 	return 0;
 }
 
+/* Port 1's hardware counter `name` of device `dev`, or -1 if it cannot
+ * be read. */
+static inline long long rrxe_hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
 /*
  * A key no MR or window answers to: the live `key` with its low byte (the
  * variant, rxe's key8) changed. Its index still names the object `key`
