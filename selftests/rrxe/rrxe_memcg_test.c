@@ -34,6 +34,7 @@
 #include <malloc.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/rdma_user_ioctl.h>
+#include <rdma/rrxe-abi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,6 @@
 #define RESERVE (6 << 20)	/* heap touched up front for libibverbs */
 #define MAX_ROUNDS 100000
 #define WAIT_MS 10000
-#define RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET (1U << UVERBS_ID_NS_SHIFT)
 
 static struct ibv_context *ctx;
 static union ibv_gid gid;
@@ -122,7 +122,7 @@ static int dm_round(struct ibv_pd *pd)
 	h = attr(&c, UVERBS_ATTR_ALLOC_DM_HANDLE, 0, 0);
 	attr(&c, UVERBS_ATTR_ALLOC_DM_LENGTH, sizeof(len), len);
 	attr(&c, UVERBS_ATTR_ALLOC_DM_ALIGNMENT, sizeof(align), align);
-	attr(&c, RRXE_ATTR_ALLOC_DM_RESP_MMAP_OFFSET, sizeof(off), (uintptr_t)&off);
+	attr(&c, RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET, sizeof(off), (uintptr_t)&off);
 	VERB0("DM_ALLOC", run(&c, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC));
 	uint32_t dm = h->data;
 
