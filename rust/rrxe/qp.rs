@@ -30,7 +30,7 @@ use crate::logic::{
 };
 use crate::rrxe::debug::Site;
 use crate::rrxe::pd::{pd_id, PdId};
-pub(crate) use crate::rrxe::qp_flush::{flush, flush_rest};
+pub(crate) use crate::rrxe::qp_flush::{flush, flush_rest, overflow_to_err};
 use crate::rrxe::qp_modify;
 use crate::rrxe::rc::{RcLocks, ReqState, RespState};
 use crate::rrxe::uc::UcRx;
@@ -280,6 +280,15 @@ impl QpShared {
     /// Posts a completion to the receive CQ, as [`Self::send_wc`] does.
     pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> bool {
         cq::post(&self.recv_cq, wc, solicited, &self.dead).is_ok()
+    }
+
+    /// Posts the completion of a received message, as [`Self::recv_wc`]
+    /// does, and returns whether the receive CQ was full: the completion
+    /// is then lost (counted, `IB_EVENT_CQ_ERR` raised), and the caller
+    /// puts the QP in ERR, as rxe's responder does for every QP type, so
+    /// that the QP takes no message past one its consumer never saw.
+    pub fn recv_msg_wc(&self, wc: &Wc, solicited: bool) -> bool {
+        cq::post(&self.recv_cq, wc, solicited, &self.dead) == Err(ENOSPC)
     }
 }
 

@@ -8,7 +8,11 @@ use crate::logic::{
     qp::QpState,
     wqe,
 };
+use crate::rrxe::debug::Site;
+use crate::rrxe::device::RrxeDev;
 use crate::rrxe::qp::{QpInner, QpShared};
+use crate::rrxe::uc::UcRx;
+use crate::rrxe_dbg;
 use core::sync::atomic::Ordering;
 
 /// How many WQEs of each ring one hold of a QP's lock flushes: the lock
@@ -89,4 +93,36 @@ pub(crate) fn flush_rest(qp: &QpShared) {
             return;
         }
     }
+}
+
+/// Puts a UD or UC QP in ERR once its receive CQ was full for a message's
+/// completion ([`QpShared::recv_msg_wc`]): both rings are flushed, and the
+/// receive state `rx` (the QP's `uc_rx`, which the caller holds) drops
+/// its kept WQE and its message in progress, as a move to ERR by
+/// `modify_qp` does. Nothing for a QP another thread has moved out of the
+/// receiving states meanwhile. The caller does not hold the QP's lock.
+pub(crate) fn overflow_to_err(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx) {
+    let mut g = qp.inner.lock();
+    if !matches!(
+        g.attrs.state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    ) {
+        return;
+    }
+    let was = g.attrs.state;
+    g.attrs.state = QpState::Err;
+    flush(qp, &mut g);
+    drop(g);
+    rrxe_dbg!(
+        d,
+        Site::QpState,
+        "qp {:#x}: {was:?} -> Err (receive CQ full)",
+        qp.qpn
+    );
+    flush_rest(qp);
+    if let Some((slot, _)) = rx.held.take() {
+        qp.flush_held(&slot);
+    }
+    rx.seq.msg = None;
+    rx.write = None;
 }

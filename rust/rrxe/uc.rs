@@ -28,7 +28,7 @@ use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
     net::{self, Gid, RxPkt},
-    qp::QpShared,
+    qp::{overflow_to_err, QpShared},
     sge::{scatter_at, Gather},
     sq::take_send,
     tx,
@@ -361,8 +361,11 @@ fn complete_held(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicite
         wc.qp_cookie = qp.handle;
         wc.port_num = 1;
         d.count_recv_done(&wc);
-        qp.recv_wc(&wc, solicited);
+        let full = qp.recv_msg_wc(&wc, solicited);
         rx.spare = slot;
+        if full {
+            overflow_to_err(d, qp, rx);
+        }
     }
 }
 

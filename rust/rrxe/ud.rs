@@ -27,7 +27,7 @@ use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
     net::{self, Gid, RxPkt},
-    qp::QpShared,
+    qp::{overflow_to_err, QpShared},
     sge::{scatter_at, Gather},
     sq::take_send,
     tx,
@@ -449,8 +449,11 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         }
     }
     d.count_recv_done(&wc);
-    qp.recv_wc(&wc, dg.solicited);
+    let full = qp.recv_msg_wc(&wc, dg.solicited);
     give_back(&qp, slot);
+    if full {
+        overflow_to_err(d, &qp, &mut rx);
+    }
 }
 
 /// Gives `slot` back to `qp` as its receive WQE buffer; of two deliveries

@@ -4,12 +4,13 @@
 # commands: rxe's capacities and limits, completion vectors and channels,
 # resize, the shared ring's mmap info and header (and a process scribbling
 # over it), completions to a full CQ (its error event, the cq_overflow
-# counter), many CQs, and process exit without destroying them.
+# counter, a receiving QP moved to ERR), many CQs, and process exit
+# without destroying them.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 8
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -20,6 +21,7 @@ t() { "$bin" rrxec0 "$@"; }
 check "CQ capacities as rxe (2^k - 1), max_cqe, bad sizes and vectors EINVAL, resize, poll, notify" t api
 check "ring mmap info and 384-byte header; resize gives a new ring; a scribbled header is ignored" t ring
 check "a full CQ raises IBV_EVENT_CQ_ERR and cq_overflow counts each completion lost (flush, UD SENDs)" t overflow
+check "a message whose completion a full receive CQ loses moves its UD, UC or RC QP to ERR, as rdma_rxe's does" t recv_overflow
 check "2000 CQs at once" t many 2000
 
 # User CQs only: ib_core's MAD layer keeps a kernel CQ (comm [ib_core]) for

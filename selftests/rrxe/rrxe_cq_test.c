@@ -12,6 +12,8 @@
  *   overflow     completions to a full CQ (the ERR flush and UD sends):
  *                IBV_EVENT_CQ_ERR on that CQ, the completions it holds,
  *                and the port's cq_overflow counting the ones lost
+ *   recv_overflow  a message received into a full receive CQ, on UD, UC
+ *                and RC: the QP moves to ERR, as rdma_rxe's does
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -444,6 +446,167 @@ static int mode_overflow(void)
 	return 0;
 }
 
+/* Polls `cq` for `n` completions within 10 s into `wc`; how many came. */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	int got = 0;
+
+	for (int i = 0; i < 1000 && got < n; i++) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (r < 0)
+			return -1;
+		got += r;
+		if (got < n)
+			usleep(10000);
+	}
+	return got;
+}
+
+/* The state of `q`, or -1. */
+static int qp_state(struct ibv_qp *q)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+
+	return ibv_query_qp(q, &a, IBV_QP_STATE, &ia) ? -1 : (int)a.qp_state;
+}
+
+/*
+ * One QP type: a receiver whose receive CQ holds one completion, with
+ * three receives posted, takes two SENDs from a sender on the same
+ * device (GID 0). The second SEND's completion finds the CQ full: it is
+ * lost, IBV_EVENT_CQ_ERR is raised, and the receiver must move to ERR
+ * (rdma_rxe's responder does, for every QP type) within 5 s. The CQ
+ * holds the first SEND's completion alone. The sender's SENDs complete
+ * with success: on UD and UC both, on RC the first.
+ */
+static int recv_overflow_one(struct ibv_pd *pd, struct ibv_mr *mr, enum ibv_qp_type type)
+{
+	static const char *const names[] = { [IBV_QPT_RC] = "RC", [IBV_QPT_UC] = "UC", [IBV_QPT_UD] = "UD" };
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						.max_recv_sge = 1 },
+				       .qp_type = type };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	const char *name = names[type];
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *tx, *rx;
+	struct ibv_ah *ah = NULL;
+	union ibv_gid gid0;
+	struct ibv_wc wc[2];
+	int n, want, st = -1;
+
+	scq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	if (!scq || !rcq || rcq->cqe != 1)
+		FAIL("%s: CQs: %s", name, strerror(errno));
+	ia.send_cq = scq;
+	ia.recv_cq = scq;
+	tx = ibv_create_qp(pd, &ia);
+	ia.recv_cq = rcq;
+	rx = ibv_create_qp(pd, &ia);
+	if (!tx || !rx)
+		FAIL("%s: QPs: %s", name, strerror(errno));
+	if (ibv_query_gid(ctx, 1, 0, &gid0))
+		FAIL("query GID 0: %s", strerror(errno));
+	if (type == IBV_QPT_UD) {
+		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1, .grh.hop_limit = 64, .grh.dgid = gid0 };
+
+		for (int i = 0; i < 2; i++) {
+			struct ibv_qp *q = i ? rx : tx;
+
+			a.qp_state = IBV_QPS_INIT;
+			if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+				FAIL("UD: to INIT: %s", strerror(errno));
+			a.qp_state = IBV_QPS_RTR;
+			if (ibv_modify_qp(q, &a, IBV_QP_STATE))
+				FAIL("UD: to RTR: %s", strerror(errno));
+			a.qp_state = IBV_QPS_RTS;
+			if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+				FAIL("UD: to RTS: %s", strerror(errno));
+		}
+		ah = ibv_create_ah(pd, &aa);
+		if (!ah)
+			FAIL("UD: AH to GID 0: %s", strerror(errno));
+	} else if (rrxe_connect(tx, rx->qp_num, &gid0, 0, IBV_MTU_1024, 0, 100) ||
+		   rrxe_connect(rx, tx->qp_num, &gid0, 0, IBV_MTU_1024, 0, 100)) {
+		return 1;
+	}
+	for (uint64_t i = 0; i < 3; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)mr->addr + 1024 * (i + 1), .length = 1024, .lkey = mr->lkey };
+		struct ibv_recv_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+		if (ibv_post_recv(rx, &w, &bad))
+			FAIL("%s: post receive %llu", name, (unsigned long long)i);
+	}
+	for (uint64_t i = 0; i < 2; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)mr->addr, .length = 64, .lkey = mr->lkey };
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		if (ah) {
+			w.wr.ud.ah = ah;
+			w.wr.ud.remote_qpn = rx->qp_num;
+			w.wr.ud.remote_qkey = a.qkey;
+		}
+		if (ibv_post_send(tx, &w, &bad))
+			FAIL("%s: post send %llu: %s", name, (unsigned long long)i, strerror(errno));
+	}
+	for (int i = 0; i < 500; i++) {
+		st = qp_state(rx);
+		if (st == IBV_QPS_ERR)
+			break;
+		usleep(10000);
+	}
+	if (st != IBV_QPS_ERR)
+		FAIL("%s: the receiver is in state %d, not ERR, after a completion was lost to its full receive CQ",
+		     name, st);
+	if ((n = cq_errors(rcq)) < 1)
+		FAIL("%s: %d CQ_ERR events on the full receive CQ, expected at least 1", name, n);
+	if ((n = poll_n(rcq, wc, 2)) != 1 || wc[0].status != IBV_WC_SUCCESS || wc[0].wr_id != 0 ||
+	    wc[0].byte_len != 64 + (type == IBV_QPT_UD ? 40 : 0))
+		FAIL("%s: the receive CQ held %d completions (first: status %d wr_id %llu, %u bytes), expected one, wr_id 0",
+		     name, n, n > 0 ? (int)wc[0].status : -1, n > 0 ? (unsigned long long)wc[0].wr_id : 0ULL,
+		     n > 0 ? wc[0].byte_len : 0);
+	/* RC: the second SEND is never acknowledged; what its requester
+	 * makes of that is not this test's. */
+	want = type == IBV_QPT_RC ? 1 : 2;
+	if ((n = poll_n(scq, wc, want)) != want)
+		FAIL("%s: the sender's SENDs: %d completions within 10 s, expected %d", name, n, want);
+	for (int i = 0; i < want; i++)
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != (uint64_t)i)
+			FAIL("%s: the sender's SEND %d completed with status %d, wr_id %llu", name, i, wc[i].status,
+			     (unsigned long long)wc[i].wr_id);
+	if ((ah && ibv_destroy_ah(ah)) || ibv_destroy_qp(tx) || ibv_destroy_qp(rx) || ibv_destroy_cq(scq) ||
+	    ibv_destroy_cq(rcq))
+		FAIL("%s: destroy: %s", name, strerror(errno));
+	printf("recv_overflow %s: the receiver moved to ERR, the first completion kept\n", name);
+	return 0;
+}
+
+static int mode_recv_overflow(void)
+{
+	static char buf[4096];
+	struct ibv_mr *mr;
+	struct ibv_pd *pd;
+	int fl;
+
+	fl = fcntl(ctx->async_fd, F_GETFL);
+	if (fl < 0 || fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK))
+		FAIL("async fd nonblocking: %s", strerror(errno));
+	pd = ibv_alloc_pd(ctx);
+	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!mr)
+		FAIL("PD and MR: %s", strerror(errno));
+	if (recv_overflow_one(pd, mr, IBV_QPT_UD) || recv_overflow_one(pd, mr, IBV_QPT_UC) ||
+	    recv_overflow_one(pd, mr, IBV_QPT_RC))
+		return 1;
+	if (ibv_dereg_mr(mr) || ibv_dealloc_pd(pd))
+		FAIL("dereg, dealloc: %s", strerror(errno));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 
@@ -467,5 +630,7 @@ int main(int argc, char **argv)
 		return mode_many(argc > 3 ? atoi(argv[3]) : 1000, 1);
 	if (!strcmp(argv[2], "overflow"))
 		return mode_overflow();
+	if (!strcmp(argv[2], "recv_overflow"))
+		return mode_recv_overflow();
 	FAIL("unknown mode %s", argv[2]);
 }

@@ -5,7 +5,7 @@
 //! checked against the QP's rights, the rkey, the PD and the bounds.
 
 use super::{
-    responder::{add_res, ReadResp, Reply},
+    responder::{add_res, cq_full, ReadResp, Reply},
     state::Res,
     RcPkt, RespState,
 };
@@ -259,8 +259,11 @@ fn send(
     if let Some((slot, _)) = rc.held.take() {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         d.count_recv_done(&wc);
-        s.recv_wc(&wc, p.se);
+        let full = s.recv_msg_wc(&wc, p.se);
         rc.spare = slot;
+        if full {
+            return Ok(cq_full(d, s, rc));
+        }
     }
     rc.msg = None;
     rc.offset = 0;
@@ -343,8 +346,11 @@ fn write(
                 ..Default::default()
             };
             d.count_recv_done(&wc);
-            s.recv_wc(&wc, p.se);
+            let full = s.recv_msg_wc(&wc, p.se);
             rc.spare = slot;
+            if full {
+                return Ok(cq_full(d, s, rc));
+            }
         }
     }
     Ok(c.ack(rc))

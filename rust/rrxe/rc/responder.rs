@@ -167,16 +167,31 @@ fn fail(s: &QpShared, rc: &mut RespState, p: &RcPkt<'_>, nak: Nak, st: u32) -> R
         s.recv_wc(&wc, false);
     }
     let msn = rc.msn;
-    enter_err(s, &mut s.inner.lock());
-    crate::rrxe::qp::flush_rest(s);
-    rc.on_error(s);
-    // The requester's part (`resp` is taken before `req`).
-    s.rc.req.lock().on_error();
+    to_err(s, rc);
     Reply::Ack {
         psn: p.psn,
         syn: Syndrome::Nak(nak),
         msn,
     }
+}
+
+/// The receive CQ was full for the message just completed
+/// ([`QpShared::recv_msg_wc`]): the QP goes to ERR and the message is not
+/// acknowledged, as rxe's responder does (the requester's retries run
+/// out).
+pub(super) fn cq_full(d: &RrxeDev, s: &QpShared, rc: &mut RespState) -> Reply {
+    rrxe_dbg!(d, Site::QpState, "qp {:#x}: to Err (receive CQ full)", s.qpn);
+    to_err(s, rc);
+    Reply::None
+}
+
+/// Puts the QP in ERR from the responder, flushing both rings.
+fn to_err(s: &QpShared, rc: &mut RespState) {
+    enter_err(s, &mut s.inner.lock());
+    crate::rrxe::qp::flush_rest(s);
+    rc.on_error(s);
+    // The requester's part (`resp` is taken before `req`).
+    s.rc.req.lock().on_error();
 }
 
 /// Stores a responder resource, replacing the oldest.
