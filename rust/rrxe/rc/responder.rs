@@ -180,7 +180,12 @@ fn fail(s: &QpShared, rc: &mut RespState, p: &RcPkt<'_>, nak: Nak, st: u32) -> R
 /// acknowledged, as rxe's responder does (the requester's retries run
 /// out).
 pub(super) fn cq_full(d: &RrxeDev, s: &QpShared, rc: &mut RespState) -> Reply {
-    rrxe_dbg!(d, Site::QpState, "qp {:#x}: to Err (receive CQ full)", s.qpn);
+    rrxe_dbg!(
+        d,
+        Site::QpState,
+        "qp {:#x}: to Err (receive CQ full)",
+        s.qpn
+    );
     to_err(s, rc);
     Reply::None
 }
