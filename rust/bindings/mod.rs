@@ -6,7 +6,7 @@
 //! and `net_glue.h` are generated here. Every other type they mention (such as
 //! `net_device` or `sk_buff`) resolves to the kernel crate's own bindings
 //! through the glob import, so both crates agree on type identity. Only the
-//! `ib` layer may use this module.
+//! `ib` and `net` layers may use this module.
 
 #![allow(
     dead_code,

@@ -2,7 +2,8 @@
 
 //! `rdma link add NAME type TYPE netdev DEV`: netlink link operations.
 
-use super::{bindings, netdev::NetDev};
+use super::bindings;
+use crate::net::netdev::NetDev;
 use kernel::{error::from_result, prelude::*, types::Opaque};
 
 /// Creates devices for `rdma link add`.

@@ -2,19 +2,19 @@
 
 //! Safe abstractions over the kernel's RDMA core (`ib_core`).
 //!
-//! This layer is driver-agnostic and is the only part of rrxe that touches
-//! the generated bindings. A driver implements [`device::Driver`] for its
+//! This layer is driver-agnostic and, with the net layer
+//! ([`crate::net`]), the only part of rrxe that touches the generated
+//! bindings; it uses the net layer where ib_core plumbing needs it (a
+//! device's netdev, its receive queue). A driver implements [`device::Driver`] for its
 //! device, and one `#[vtable]` trait per object family for the types of its
 //! objects ([`cq::CqOps`], [`qp::QpOps`], [`srq::SrqOps`], [`mr::MrOps`],
 //! [`mw::MwOps`], [`dm::DmOps`], [`ah::AhOps`], [`pd::PdOps`] and
 //! [`pd::UcontextOps`]); each family's C callbacks live next to its
 //! abstraction and fill the ops table only where the driver implements
 //! them. Drivers use the typed wrappers here: [`device::Device`],
-//! [`udata::Udata`], [`mmap::UserMmapEntry`], [`link::LinkOps`] and
-//! [`netdev::NetDev`].
+//! [`udata::Udata`], [`mmap::UserMmapEntry`] and [`link::LinkOps`].
 
-#[path = "../bindings/mod.rs"]
-mod bindings;
+use crate::bindings;
 #[path = "../bindings/rxe_abi.rs"]
 mod rxe_abi;
 
@@ -22,18 +22,14 @@ pub mod ah;
 pub mod attr;
 pub mod clock;
 pub mod cq;
-pub mod crc;
 pub mod debug;
 pub mod device;
 pub mod dm;
-pub mod gate;
 pub mod link;
 pub mod memcg;
 pub mod mmap;
 pub mod mr;
 pub mod mw;
-pub mod net;
-pub mod netdev;
 pub mod object;
 pub mod pd;
 pub mod qp;

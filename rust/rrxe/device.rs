@@ -10,14 +10,16 @@ use crate::ib::{
     },
     device::{Device, Driver, NewDevice},
     link::LinkHandler,
-    net::NetTicket,
-    netdev::{Event, Handler, NetDev},
     stats::{self, Counter, PortCounters},
 };
 use crate::logic::{
     cqe::{status, Wc},
     guid, limits, mtu,
     wqe::Opcode,
+};
+use crate::net::{
+    netdev::{Event, Handler, NetDev},
+    tunnel::NetTicket,
 };
 use crate::pr_err_ratelimited;
 use crate::rrxe::{

@@ -4,13 +4,7 @@
 //! transport headers, the payload, its pad and the ICRC), and the first
 //! checks on packets that arrive, before the transports see them.
 
-use crate::ib::{
-    crc,
-    device::Device,
-    gate::TxGate,
-    net::{RouteCache, TxPacket},
-    stats::Counter,
-};
+use crate::ib::{device::Device, stats::Counter};
 use crate::logic::{
     hdr::{self, Bth, Layout, Service},
     icrc::{self, UDP_HDR},
@@ -19,6 +13,7 @@ use crate::logic::{
     qp::QpAttrs,
     wqe,
 };
+use crate::net::{crc, gate::TxGate, route::RouteCache, skb::TxPacket};
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},

@@ -83,7 +83,7 @@ impl RunBudget {
 /// it (and the replies to that too): a WRITE to another namespace and its
 /// ACK take no context switch.
 pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
-    let _in_place = crate::ib::net::ReceiveInPlace::begin();
+    let _in_place = crate::net::tunnel::ReceiveInPlace::begin();
     process_sq(q.device(), &q.data().shared, Runner::Doorbell)
 }
 

@@ -112,7 +112,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     }
 
     /// A RoCEv2 packet that [`Self::rx_accept`] accepted for `dev`, in
-    /// process context. Set up by [`super::net::init`]; packets are
+    /// process context. Set up by [`crate::net::tunnel::init`]; packets are
     /// dropped by default.
     fn rx_packet(_dev: &Device<Self>, _pkt: &[u8]) {}
 

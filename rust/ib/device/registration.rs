@@ -7,7 +7,13 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{gid::GidCache, ops, Driver};
-use crate::ib::{bindings, netdev::NetDev};
+use crate::{
+    bindings,
+    net::{
+        netdev::NetDev,
+        tunnel::{Receiver, RxQueue},
+    },
+};
 use core::ptr::NonNull;
 use kernel::{error::from_result, prelude::*, sync::aref::ARef, types::Opaque};
 use pin_init::PinInit;
@@ -26,9 +32,9 @@ use pin_init::PinInit;
 pub struct Device<T: Driver> {
     ibdev: Opaque<bindings::ib_device>,
     data: T::Data,
-    /// The device's receive queue (`net_glue.c`), from registration until
-    /// `dealloc_driver`; null before.
-    pub(crate) rxq: *mut bindings::rrxe_rxq,
+    /// The device's receive queue, from registration until
+    /// `dealloc_driver`; `None` before.
+    pub(crate) rxq: Option<RxQueue>,
     /// The device's own GIDs (`add_gid`/`del_gid`), from allocation on.
     pub(crate) gids: GidCache,
 }
@@ -117,19 +123,6 @@ impl<T: Driver> Device<T> {
         f.map(|f| f as usize) == Some(ours as usize)
     }
 
-    /// The device behind a core pointer the caller holds a registration
-    /// reference on, if it is one of `T`'s (not another RXE driver's).
-    pub(crate) fn from_raw_if_ours<'a>(ib: *mut bindings::ib_device) -> Option<&'a Self> {
-        if ib.is_null() {
-            return None;
-        }
-        // SAFETY: A live registered device (the caller's reference).
-        let ours = unsafe { Self::is_ours(ib) };
-        // SAFETY: Ours and registered: data alive while the reference is
-        // held (the type invariant); `'a` is bounded by the caller's use.
-        ours.then(|| unsafe { Self::from_raw(ib) })
-    }
-
     /// Runs `op` on the device of type `T` bound to `ndev`, if any.
     ///
     /// Returns `None` when no RXE-driver device is bound to `ndev`, and
@@ -193,7 +186,7 @@ impl<T: Driver> NewDevice<T> {
         }
 
         // SAFETY: Inside the fresh allocation, not yet initialised.
-        unsafe { (&raw mut (*ptr.as_ptr()).rxq).write(core::ptr::null_mut()) };
+        unsafe { (&raw mut (*ptr.as_ptr()).rxq).write(None) };
         // SAFETY: Inside the fresh allocation, not yet initialised, and
         // never moved (the device is freed where it lies); the lock needs
         // no drop.
@@ -216,14 +209,13 @@ impl<T: Driver> NewDevice<T> {
         }
         // INVARIANT: Allocated, data initialised, ops installed, unregistered.
         let this = Self { dev: ptr };
+        // On failure `this` is dropped: dealloc frees all.
         // SAFETY: The device is ours and unregistered: no packet can reach
-        // it before the queue is set.
-        let rxq = unsafe { bindings::rrxe_rxq_create(ib) };
-        if rxq.is_null() {
-            return Err(ENOMEM); // `this` is dropped: dealloc frees all.
-        }
-        // SAFETY: As above; `dealloc_driver` frees it.
-        unsafe { (*ptr.as_ptr()).rxq = rxq };
+        // it before the queue is set; `dealloc_driver` drops the queue
+        // before the driver data.
+        let rxq = unsafe { RxQueue::new(ib) }?;
+        // SAFETY: As above.
+        unsafe { (*ptr.as_ptr()).rxq = Some(rxq) };
         registry_add(ib)?; // On failure `this` is dropped: dealloc frees all.
         Ok(this)
     }
@@ -389,6 +381,35 @@ pub(super) unsafe extern "C" fn enable_driver_callback<T: Driver>(
     })
 }
 
+/// The tunnel's packets for a device reach its driver's `rx_*` methods.
+impl<T: Driver> Receiver for Device<T> {
+    /// The device behind a core pointer the caller holds a registration
+    /// reference on, if it is one of `T`'s (not another RXE driver's).
+    unsafe fn from_ib_device<'a>(ib: *mut bindings::ib_device) -> Option<&'a Self> {
+        // SAFETY: A live registered device (the caller's reference).
+        let ours = unsafe { Self::is_ours(ib) };
+        // SAFETY: Ours and registered: data alive while the reference is
+        // held (the type invariant); `'a` is bounded by the caller's use.
+        ours.then(|| unsafe { Self::from_raw(ib) })
+    }
+
+    fn rx_queue(&self) -> Option<&RxQueue> {
+        self.rxq.as_ref()
+    }
+
+    fn accept(&self, pkt: &[u8]) -> bool {
+        T::rx_accept(self, pkt)
+    }
+
+    fn receive(&self, pkt: &[u8]) {
+        T::rx_packet(self, pkt);
+    }
+
+    fn queue_full(&self) {
+        T::rx_queue_full(self);
+    }
+}
+
 /// The `dealloc_driver` op: the last step of a device's life, which drops
 /// the driver data. Its address also identifies `T`'s devices.
 ///
@@ -398,14 +419,11 @@ pub(super) unsafe extern "C" fn enable_driver_callback<T: Driver>(
 /// `ib_dealloc_device`, which calls this once, last.
 pub(super) unsafe extern "C" fn dealloc_driver_callback<T: Driver>(ib: *mut bindings::ib_device) {
     registry_remove(ib);
+    // Unregistered (or never registered): no packet can be queued any
+    // more; the queue's work, which uses the driver data, ends here,
+    // before the data is dropped below.
     // SAFETY: A device of ours (the caller's promise).
-    let rxq = unsafe { (*ib.cast::<Device<T>>()).rxq };
-    if !rxq.is_null() {
-        // SAFETY: Unregistered (or never registered): no packet can be
-        // queued any more; the queue's work, which uses the driver data,
-        // ends before the data is dropped below.
-        unsafe { bindings::rrxe_rxq_destroy(rxq) };
-    }
+    drop(unsafe { (*ib.cast::<Device<T>>()).rxq.take() });
     // SAFETY: Called once, last (the caller's promise); the data was
     // initialised before the ops (and with them this callback) were
     // installed.

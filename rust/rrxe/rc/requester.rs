@@ -151,7 +151,7 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>, time: &mut RunBudget) -> Result 
     drop(buf);
     drop(bufs);
     if receive {
-        crate::ib::net::receive_now();
+        crate::net::tunnel::receive_now();
     }
     arm(s, &mut s.rc.req.lock());
     Ok(())

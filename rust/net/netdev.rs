@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Network devices, as far as an RDMA provider needs them.
+//! Network devices, and the netdev notifier.
 
-use super::bindings;
+use crate::bindings;
 use core::ptr::NonNull;
 use kernel::{
     prelude::*,
@@ -114,7 +114,7 @@ impl NetDev {
     }
 }
 
-/// Netdev notifier events a provider reacts to.
+/// Netdev notifier events a driver reacts to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// The device is going away.
