@@ -53,11 +53,28 @@ unsafe impl Sync for Charge {}
 
 impl Charge {
     /// The calling process's cgroup: for an object a user creates.
+    /// None when the process has no memory (a kernel thread) or is in the
+    /// root cgroup, which is never charged.
     pub fn current() -> Self {
-        // SAFETY: No preconditions; a non-null result holds a reference,
+        // SAFETY: The current task is live; its `mm` is its own (or null)
+        // for as long as it runs this.
+        let mm = unsafe { (*bindings::get_current()).mm };
+        if mm.is_null() {
+            return Self { memcg: None };
+        }
+        // SAFETY: `mm` is the running task's; a non-null result holds a
+        // reference.
+        let memcg = NonNull::new(unsafe { bindings::get_mem_cgroup_from_mm(mm) });
+        if let Some(m) = memcg {
+            // SAFETY: `m` is referenced (just above).
+            if unsafe { bindings::mem_cgroup_is_root(m.as_ptr()) } {
+                // SAFETY: Releases the reference taken above.
+                unsafe { bindings::mem_cgroup_put(m.as_ptr()) };
+                return Self { memcg: None };
+            }
+        }
+        // INVARIANT: A non-null `memcg` holds the reference taken above,
         // which `Drop` releases.
-        let memcg = NonNull::new(unsafe { bindings::rrxe_memcg_get() });
-        // INVARIANT: see above.
         Self { memcg }
     }
 
@@ -113,12 +130,12 @@ impl Charge {
         };
         // SAFETY: `m` is referenced (type invariant) for as long as this
         // scope, which ends below.
-        let old = unsafe { bindings::rrxe_memcg_enter(m.as_ptr()) };
+        let old = unsafe { bindings::set_active_memcg(m.as_ptr()) };
         // SAFETY: Process context (the caller's promise); no preconditions.
         let r = to_result(unsafe { bindings::rrxe_memcg_room(room) })
             .and_then(|()| op(flags::GFP_KERNEL_ACCOUNT));
         // SAFETY: Restores the scope that was active before ours.
-        unsafe { bindings::rrxe_memcg_leave(old) };
+        unsafe { bindings::set_active_memcg(old) };
         r
     }
 }
@@ -127,7 +144,7 @@ impl Drop for Charge {
     fn drop(&mut self) {
         if let Some(m) = self.memcg {
             // SAFETY: Releases the reference taken in `current`.
-            unsafe { bindings::rrxe_memcg_put(m.as_ptr()) };
+            unsafe { bindings::mem_cgroup_put(m.as_ptr()) };
         }
     }
 }

@@ -61,13 +61,13 @@ pub fn exit() {
 /// Fills `buf` with random bytes.
 pub fn random_bytes(buf: &mut [u8]) {
     // SAFETY: `buf` is valid for writes of its length.
-    unsafe { bindings::rrxe_get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
+    unsafe { bindings::get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
 }
 
 /// Number of possible CPUs.
 pub fn num_possible_cpus() -> u32 {
     // SAFETY: Reads a global CPU mask weight.
-    unsafe { bindings::rrxe_num_possible_cpus() }
+    unsafe { bindings::num_possible_cpus() }
 }
 
 /// Yields the CPU if a reschedule is due (`cond_resched`). For loops that
@@ -78,13 +78,13 @@ pub fn num_possible_cpus() -> u32 {
 pub fn cond_resched() {
     // SAFETY: Plain call; it may sleep, which the documented contract of
     // this function leaves to the caller's context.
-    unsafe { bindings::rrxe_cond_resched() };
+    unsafe { bindings::cond_resched() };
 }
 
 /// Whether a rate-limited message may be printed now (`printk_ratelimit`).
 pub fn printk_ratelimit() -> bool {
     // SAFETY: Plain call into the printk rate limiter.
-    unsafe { bindings::rrxe_printk_ratelimit() != 0 }
+    unsafe { bindings::printk_ratelimit() != 0 }
 }
 
 /// `pr_err!`, rate-limited: for errors that userspace, the wire or the

@@ -122,7 +122,7 @@ impl Udata {
             None => Ok(()),
             Some(u) => {
                 // SAFETY: `u` is live by the invariant.
-                let r = unsafe { bindings::rrxe_ib_no_udata_io(u.as_raw()) };
+                let r = unsafe { bindings::ib_no_udata_io(u.as_raw()) };
                 kernel::error::to_result(r)
             }
         }

@@ -268,7 +268,7 @@ impl NetTicket {
         let mut ticket = 0u64;
         // SAFETY: `ndev` is live, so is its namespace; the out-pointer is valid.
         kernel::error::to_result(unsafe {
-            bindings::rrxe_net_get(bindings::rrxe_dev_net(ndev.as_raw()), &mut ticket)
+            bindings::rrxe_net_get(bindings::dev_net(ndev.as_raw()), &mut ticket)
         })?;
         // INVARIANT: A successful get.
         Ok(Self { ticket })

@@ -91,7 +91,7 @@ impl<T: Driver> Device<T> {
     pub fn name(&self) -> &CStr {
         // SAFETY: `dev.kobj.name` is set by `assign_name` before any callback
         // and is NUL-terminated.
-        unsafe { CStr::from_char_ptr(bindings::rrxe_ib_device_name(self.as_raw()).cast()) }
+        unsafe { CStr::from_char_ptr(bindings::dev_name(device_of(self.as_raw())).cast()) }
     }
 
     /// The netdev bound to `port`, with a reference held.
@@ -131,7 +131,12 @@ impl<T: Driver> Device<T> {
     pub fn with_netdev<R>(ndev: &NetDev, op: impl FnOnce(&Self) -> R) -> Option<Option<R>> {
         // SAFETY: `ndev` is live; the result carries a registration
         // reference (`ib_device_try_get`) or is null.
-        let ib = unsafe { bindings::rrxe_ib_device_get_by_netdev(ndev.as_raw()) };
+        let ib = unsafe {
+            bindings::ib_device_get_by_netdev(
+                ndev.as_raw(),
+                bindings::rdma_driver_id_RDMA_DRIVER_RXE,
+            )
+        };
         if ib.is_null() {
             return None;
         }
@@ -169,9 +174,9 @@ impl<T: Driver> NewDevice<T> {
     ) -> Result<Self> {
         const { assert!(core::mem::offset_of!(Device<T>, ibdev) == 0) };
         // SAFETY: `ndev` is live; `dev_net` reads its namespace.
-        let net = unsafe { bindings::rrxe_dev_net(ndev.as_raw()) };
+        let net = unsafe { bindings::dev_net(ndev.as_raw()) };
         // SAFETY: The size covers the `ib_device` and the driver data.
-        let ib = unsafe { bindings::rrxe_ib_alloc_device(core::mem::size_of::<Device<T>>(), net) };
+        let ib = unsafe { bindings::_ib_alloc_device(core::mem::size_of::<Device<T>>(), net) };
         let ptr = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
         // kzalloc's alignment must satisfy the driver data's.
         const { assert!(core::mem::align_of::<Device<T>>() <= 8) };
@@ -265,7 +270,7 @@ impl<T: Driver> NewDevice<T> {
         let r = unsafe {
             let r = bindings::ib_device_set_netdev(ib, ndev.as_raw(), 1);
             if r == 0 {
-                bindings::rrxe_ib_set_parent(ib, ndev.as_raw());
+                (*device_of(ib)).parent = ndev.parent();
                 (*ib).name_assign_type =
                     bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
                 bindings::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut())
@@ -348,7 +353,7 @@ pub fn unregister_all<T: Driver>() {
                     let ib = p as *mut bindings::ib_device;
                     // SAFETY: Live (see above); pins the memory past the
                     // unregistration so the pointer stays valid to compare.
-                    unsafe { bindings::rrxe_get_device(ib) };
+                    unsafe { bindings::get_device(device_of(ib)) };
                     ib
                 }
             }
@@ -362,7 +367,7 @@ pub fn unregister_all<T: Driver>() {
             pr_warn!("device {:p} was not released on unregister\n", ib);
         }
         // SAFETY: Drops the reference taken above.
-        unsafe { bindings::rrxe_put_device(ib) };
+        unsafe { bindings::put_device(device_of(ib)) };
     }
 }
 
@@ -379,6 +384,17 @@ pub(super) unsafe extern "C" fn enable_driver_callback<T: Driver>(
         T::enable(unsafe { Device::<T>::from_raw(ib) })?;
         Ok(0)
     })
+}
+
+/// The `struct device` of `ib` (`&ib->dev`, which bindgen puts in an
+/// anonymous union with the core's own view of it).
+///
+/// # Safety
+///
+/// `ib` must point to a live `ib_device`.
+unsafe fn device_of(ib: *mut bindings::ib_device) -> *mut bindings::device {
+    // SAFETY: The union's fields start where it does; `ib` is live.
+    unsafe { (&raw mut (*ib).__bindgen_anon_1.dev).cast() }
 }
 
 /// The tunnel's packets for a device reach its driver's `rx_*` methods.
