@@ -2,8 +2,7 @@
 /*
  * One-line C wrappers for static inlines and macros that Rust cannot call,
  * plus what only C macros can declare: the string module parameter (and
- * dm_size beside it), the uverbs methods and attributes of rrxe-abi.h and
- * the counter names.
+ * dm_size beside it) and the uverbs methods and attributes of rrxe-abi.h.
  * The network glue (UDP tunnel sockets, receive queue, skb transmission)
  * lives in net_glue.c.
  */
@@ -169,47 +168,6 @@ static const struct uapi_definition rrxe_uapi_defs[] = {
 };
 
 void rrxe_ib_set_dm_uapi(struct ib_device *ibdev) { ibdev->driver_def = rrxe_uapi_defs; }
-
-/*
- * The port's hardware counters: rdma_rxe's 17, under its names and in its
- * order, then the drops by reason and the completions lost to full CQs
- * (rrxe_hw_counter in helpers.h indexes them). out_of_buffer is mlx5's
- * name for the same drop.
- */
-static const struct rdma_stat_desc rrxe_counter_descs[] = {
-	[RRXE_CNT_SENT_PKTS].name = "sent_pkts",
-	[RRXE_CNT_RCVD_PKTS].name = "rcvd_pkts",
-	[RRXE_CNT_DUP_REQ].name = "duplicate_request",
-	[RRXE_CNT_OUT_OF_SEQ_REQ].name = "out_of_seq_request",
-	[RRXE_CNT_RCV_RNR].name = "rcvd_rnr_err",
-	[RRXE_CNT_SND_RNR].name = "send_rnr_err",
-	[RRXE_CNT_RCV_SEQ_ERR].name = "rcvd_seq_err",
-	[RRXE_CNT_SENDER_SCHED].name = "ack_deferred",
-	[RRXE_CNT_RETRY_EXCEEDED].name = "retry_exceeded_err",
-	[RRXE_CNT_RNR_RETRY_EXCEEDED].name = "retry_rnr_exceeded_err",
-	[RRXE_CNT_COMP_RETRY].name = "completer_retry_err",
-	[RRXE_CNT_SEND_ERR].name = "send_err",
-	[RRXE_CNT_LINK_DOWNED].name = "link_downed",
-	[RRXE_CNT_RDMA_SEND].name = "rdma_sends",
-	[RRXE_CNT_RDMA_RECV].name = "rdma_recvs",
-	[RRXE_CNT_SENT_BYTES].name = "sent_bytes",
-	[RRXE_CNT_RCVD_BYTES].name = "rcvd_bytes",
-	[RRXE_CNT_RCVD_ICRC_ERR].name = "rcvd_icrc_err",
-	[RRXE_CNT_RCVD_HDR_ERR].name = "rcvd_hdr_err",
-	[RRXE_CNT_RCVD_UNKNOWN_QP].name = "rcvd_unknown_qp",
-	[RRXE_CNT_RCVD_PKEY_ERR].name = "rcvd_pkey_err",
-	[RRXE_CNT_RCVD_QKEY_ERR].name = "rcvd_qkey_err",
-	[RRXE_CNT_RCVD_PSN_ERR].name = "rcvd_psn_err",
-	[RRXE_CNT_RCVD_QUEUE_FULL].name = "rcvd_queue_full",
-	[RRXE_CNT_OUT_OF_BUFFER].name = "out_of_buffer",
-	[RRXE_CNT_SEND_NO_ROUTE].name = "send_no_route",
-	[RRXE_CNT_ODP_FAULT_DEFERRED].name = "odp_fault_deferred",
-	[RRXE_CNT_CQ_OVERFLOW].name = "cq_overflow",
-};
-static_assert(ARRAY_SIZE(rrxe_counter_descs) == RRXE_NUM_COUNTERS);
-
-struct rdma_hw_stats *rrxe_alloc_hw_port_stats(void)
-{ return rdma_alloc_hw_stats_struct(rrxe_counter_descs, RRXE_NUM_COUNTERS, RDMA_HW_STATS_DEFAULT_LIFESPAN); }
 
 struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata)
 { return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context; }

@@ -25,43 +25,6 @@ struct rrxe_dm_head {
 	u64 mmap_offset;
 };
 
-/*
- * Port counters: rdma_rxe's, in its order, then the packets dropped, by
- * reason, and the completions lost to full CQs (names in helpers.c).
- */
-enum rrxe_hw_counter {
-	RRXE_CNT_SENT_PKTS,
-	RRXE_CNT_RCVD_PKTS,
-	RRXE_CNT_DUP_REQ,
-	RRXE_CNT_OUT_OF_SEQ_REQ,
-	RRXE_CNT_RCV_RNR,
-	RRXE_CNT_SND_RNR,
-	RRXE_CNT_RCV_SEQ_ERR,
-	RRXE_CNT_SENDER_SCHED,
-	RRXE_CNT_RETRY_EXCEEDED,
-	RRXE_CNT_RNR_RETRY_EXCEEDED,
-	RRXE_CNT_COMP_RETRY,
-	RRXE_CNT_SEND_ERR,
-	RRXE_CNT_LINK_DOWNED,
-	RRXE_CNT_RDMA_SEND,
-	RRXE_CNT_RDMA_RECV,
-	RRXE_CNT_SENT_BYTES,
-	RRXE_CNT_RCVD_BYTES,
-	RRXE_CNT_RCVD_ICRC_ERR,
-	RRXE_CNT_RCVD_HDR_ERR,
-	RRXE_CNT_RCVD_UNKNOWN_QP,
-	RRXE_CNT_RCVD_PKEY_ERR,
-	RRXE_CNT_RCVD_QKEY_ERR,
-	RRXE_CNT_RCVD_PSN_ERR,
-	RRXE_CNT_RCVD_QUEUE_FULL,
-	RRXE_CNT_OUT_OF_BUFFER,
-	RRXE_CNT_SEND_NO_ROUTE,
-	RRXE_CNT_ODP_FAULT_DEFERRED,
-	RRXE_CNT_CQ_OVERFLOW,
-	RRXE_NUM_COUNTERS,
-};
-
-struct rdma_hw_stats *rrxe_alloc_hw_port_stats(void);
 /* The largest dm_size (the parameter's bound; logic::dm::MAX_DM_SIZE). */
 #define RRXE_MAX_DM_SIZE (1UL << 30)
 unsigned long rrxe_dm_size(void);

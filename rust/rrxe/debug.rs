@@ -5,8 +5,9 @@
 //! module parameter (`ib::debug`), off by default, and its lines start
 //! with the device's name and the site's.
 
-use crate::ib::{device::Device, stats::Counter};
+use crate::ib::device::Device;
 use crate::rrxe::device::{Rrxe, RrxeDev};
+use crate::rrxe::stats::Counter;
 
 /// A place that prints a debug line, and its bit in `debug`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

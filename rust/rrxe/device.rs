@@ -10,11 +10,10 @@ use crate::ib::{
     },
     device::{Device, Driver, NewDevice},
     link::LinkHandler,
-    stats::{self, Counter, PortCounters},
 };
 use crate::logic::{
     cqe::{status, Wc},
-    guid, limits, mtu,
+    guid, limits, mtu, pma,
     wqe::Opcode,
 };
 use crate::net::{
@@ -33,6 +32,7 @@ use crate::rrxe::{
     pool::{LiveSet, Pool},
     qp::{QpShared, RrxeQp},
     srq::{RrxeSrq, SrqShared},
+    stats::{self, Counter, PortCounters},
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{
@@ -225,6 +225,7 @@ impl Driver for Rrxe {
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = limits::UVERBS_ABI_VERSION;
+    const HW_COUNTERS: &'static [crate::ib::stats::StatDesc] = &stats::NAMES;
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs> {
         Ok(dev.data().attrs.clone())
@@ -277,8 +278,12 @@ impl Driver for Rrxe {
         })
     }
 
-    fn hw_counters(dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
-        dev.data().counters.read()
+    fn hw_counters(dev: &Device<Self>, _port: u32, values: &mut [u64]) {
+        dev.data().counters.read(values);
+    }
+
+    fn pma_counters(dev: &Device<Self>, _port: u32) -> pma::PortCounters {
+        dev.data().counters.pma()
     }
 
     fn rx_accept(dev: &Device<Self>, pkt: &[u8]) -> bool {

@@ -17,7 +17,7 @@
 //! the stack could also split by size alone. IPv4 only; IPv6 packets go
 //! one by one.
 
-use crate::ib::{device::Device, stats::Counter};
+use crate::ib::device::Device;
 use crate::logic::{
     hdr::{Headers, ICRC_SIZE, MAX_HDRS},
     icrc::{IPV4_HDR, UDP_HDR},
@@ -28,6 +28,7 @@ use crate::net::{
     route::RouteCache,
     skb::{TxBurst, TxPacket},
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{device::Rrxe, net, qp::QpShared};
 use kernel::prelude::*;
 

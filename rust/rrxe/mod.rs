@@ -25,6 +25,7 @@ pub mod rc;
 pub mod sge;
 pub mod sq;
 pub mod srq;
+pub mod stats;
 pub mod tx;
 pub mod uc;
 pub mod ud;

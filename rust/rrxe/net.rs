@@ -4,7 +4,7 @@
 //! transport headers, the payload, its pad and the ICRC), and the first
 //! checks on packets that arrive, before the transports see them.
 
-use crate::ib::{device::Device, stats::Counter};
+use crate::ib::device::Device;
 use crate::logic::{
     hdr::{self, Bth, Layout, Service},
     icrc::{self, UDP_HDR},
@@ -14,6 +14,7 @@ use crate::logic::{
     wqe,
 };
 use crate::net::{crc, gate::TxGate, route::RouteCache, skb::TxPacket};
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},

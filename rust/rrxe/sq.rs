@@ -9,13 +9,13 @@
 //! `ud` or `uc`, and completed. RC QPs have their own engine (`rc`), which
 //! keeps WQEs in the ring until they are acknowledged.
 
-use crate::ib::stats::Counter;
 use crate::ib::{device::Device, object::Qp, qp::QpType};
 use crate::logic::{
     cqe::{status, Wc},
     qp::QpState,
     wqe::{self, Transport},
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::Site,
     device::Rrxe,

@@ -80,6 +80,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
     const DRIVER_ID: u32;
     /// uverbs ABI version the user provider expects.
     const UVERBS_ABI_VER: u32;
+    /// The names of the port's hardware counters, in the order of the
+    /// values [`Self::hw_counters`] writes; none by default.
+    const HW_COUNTERS: &'static [stats::StatDesc] = &[];
 
     /// Device attributes.
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs>;
@@ -95,8 +98,16 @@ pub trait Driver: Sized + Send + Sync + 'static {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// The port's counter values, indexed by [`stats::Counter`].
-    fn hw_counters(_dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
+    /// Writes the port's counter values into `values`, one for each of
+    /// [`Self::HW_COUNTERS`], in their order. A driver that implements it
+    /// implements [`Self::pma_counters`] too.
+    fn hw_counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The port's counters that the performance management agent reports
+    /// (PMA MADs, sysfs `ports/N/counters/`).
+    fn pma_counters(_dev: &Device<Self>, _port: u32) -> crate::logic::pma::PortCounters {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 

@@ -55,7 +55,7 @@ pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
         // The performance management agent answers from the same
         // counters (sysfs `ports/N/counters/`, and PMA MADs on QP1).
         o.process_mad = Some(stats::process_mad_callback::<T>);
-        o.alloc_hw_port_stats = Some(stats::alloc_hw_port_stats_callback);
+        o.alloc_hw_port_stats = Some(stats::alloc_hw_port_stats_callback::<T>);
         o.get_hw_stats = Some(stats::get_hw_stats_callback::<T>);
     }
 

@@ -125,18 +125,14 @@ impl<T: Driver> Device<T> {
 
     /// Runs `op` on the device of type `T` bound to `ndev`, if any.
     ///
-    /// Returns `None` when no RXE-driver device is bound to `ndev`, and
-    /// `Some(None)` when one is, but it belongs to another driver (such as
-    /// the in-tree `rdma_rxe`).
+    /// Returns `None` when no device of `T`'s driver id
+    /// ([`Driver::DRIVER_ID`]) is bound to `ndev`, and `Some(None)` when
+    /// one is, but it belongs to another driver (such as the in-tree
+    /// `rdma_rxe`, for the RXE id).
     pub fn with_netdev<R>(ndev: &NetDev, op: impl FnOnce(&Self) -> R) -> Option<Option<R>> {
         // SAFETY: `ndev` is live; the result carries a registration
         // reference (`ib_device_try_get`) or is null.
-        let ib = unsafe {
-            bindings::ib_device_get_by_netdev(
-                ndev.as_raw(),
-                bindings::rdma_driver_id_RDMA_DRIVER_RXE,
-            )
-        };
+        let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID) };
         if ib.is_null() {
             return None;
         }
