@@ -43,7 +43,7 @@ impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // SAFETY: Module init runs once, before anything else in the crate.
         unsafe { ib::init() };
-        let link_type = ib::link::link_type();
+        let link_type = rrxe::glue::link_type();
         if link_type.to_bytes().is_empty()
             || !link_type
                 .to_bytes()

@@ -167,13 +167,7 @@ static const struct uapi_definition rrxe_uapi_defs[] = {
 	{},
 };
 
-void rrxe_ib_set_dm_uapi(struct ib_device *ibdev) { ibdev->driver_def = rrxe_uapi_defs; }
-
-struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata)
-{ return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context; }
-
-int rrxe_uverbs_copy_to_u64(struct uverbs_attr_bundle *attrs, u16 id, u64 val)
-{ return uverbs_copy_to(attrs, id, &val, sizeof(val)); }
+const struct uapi_definition *rrxe_driver_def(void) { return rrxe_uapi_defs; }
 
 /*
  * One-line wrappers of static inlines and macros (helpers.h), named after

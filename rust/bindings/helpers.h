@@ -30,9 +30,7 @@ struct rrxe_dm_head {
 unsigned long rrxe_dm_size(void);
 unsigned long rrxe_debug_mask(void);
 void rrxe_ibdev_dbg(const struct ib_device *ibdev, const void *args);
-void rrxe_ib_set_dm_uapi(struct ib_device *ibdev);
-struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata);
-int rrxe_uverbs_copy_to_u64(struct uverbs_attr_bundle *attrs, u16 id, u64 val);
+const struct uapi_definition *rrxe_driver_def(void);
 
 /*
  * One-line wrappers of static inlines and macros, each named after what it

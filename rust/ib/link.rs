@@ -12,13 +12,6 @@ pub trait LinkHandler: Sync + 'static {
     fn newlink(name: &CStr, ndev: &NetDev) -> Result;
 }
 
-/// The configured link type name (module parameter `link_type`).
-pub fn link_type() -> &'static CStr {
-    // SAFETY: The parameter buffer is static and NUL-terminated; it is
-    // read-only after load (permissions 0444).
-    unsafe { CStr::from_char_ptr(bindings::rrxe_link_type().cast()) }
-}
-
 /// Registered link operations.
 ///
 /// # Invariants

@@ -8,7 +8,7 @@ use crate::ib::{
         DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP,
         WIDTH_1X,
     },
-    device::{Device, Driver, NewDevice},
+    device::{Device, Driver, NewDevice, UapiDefinitions},
     link::LinkHandler,
 };
 use crate::logic::{
@@ -286,6 +286,10 @@ impl Driver for Rrxe {
         dev.data().counters.pma()
     }
 
+    fn driver_def() -> Option<UapiDefinitions> {
+        crate::rrxe::glue::driver_def()
+    }
+
     fn rx_accept(dev: &Device<Self>, pkt: &[u8]) -> bool {
         crate::rrxe::net::rx_accept(dev, pkt)
     }
@@ -321,7 +325,7 @@ impl LinkHandler for Rrxe {
         }
         let mac = guid::device_mac(&addr[..len], random);
         let guid = guid::eui64_from_mac(&mac);
-        let dm_size = crate::ib::dm::dm_size_param();
+        let dm_size = crate::rrxe::glue::dm_size_param();
         if !crate::logic::dm::check_dm_size(dm_size, kernel::page::PAGE_SIZE as u64) {
             pr_err_ratelimited!(
                 "dm_size {} is not a multiple of {} up to {}\n",

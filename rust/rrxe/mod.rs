@@ -7,6 +7,7 @@ pub mod cq;
 pub mod debug;
 pub mod device;
 pub mod dm;
+pub mod glue;
 pub mod gso;
 pub mod mcast;
 pub mod mr;

@@ -379,7 +379,7 @@ impl core::fmt::Display for Gid<'_> {
 /// [`rx_accept`] took (its ICRC is not checked again): the packet's
 /// transport.
 pub fn rx(dev: &Device<Rrxe>, pkt: &[u8]) {
-    crate::ib::testhook::hold(crate::ib::testhook::Site::Rx);
+    crate::rrxe::glue::test_hold(crate::rrxe::glue::Site::Rx);
     let rx = match checked(dev, pkt, false) {
         Ok(rx) => rx,
         Err(r) => {

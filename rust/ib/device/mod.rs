@@ -43,7 +43,35 @@ use super::{
     srq::SrqOps,
     stats,
 };
+use core::ptr::NonNull;
 use kernel::prelude::*;
+
+/// A driver's uverbs tree (`const struct uapi_definition *`), built in C
+/// with the `uverbs_named_ioctl.h` macros, which Rust cannot expand.
+///
+/// # Invariants
+///
+/// Points to a static, terminated `uapi_definition` array.
+#[derive(Clone, Copy)]
+pub struct UapiDefinitions(NonNull<super::bindings::uapi_definition>);
+
+impl UapiDefinitions {
+    /// Wraps the tree at `defs`; `None` for null.
+    ///
+    /// # Safety
+    ///
+    /// `defs` must be null or point to a static `uapi_definition` array,
+    /// terminated by an empty entry, that lives as long as the module.
+    pub unsafe fn from_raw(defs: *const super::bindings::uapi_definition) -> Option<Self> {
+        // INVARIANT: The caller's promise.
+        NonNull::new(defs.cast_mut()).map(Self)
+    }
+
+    /// The raw tree.
+    pub(crate) fn as_ptr(self) -> *const super::bindings::uapi_definition {
+        self.0.as_ptr()
+    }
+}
 
 /// A provider: its device, and the types of its objects, each of which
 /// implements the operations of its family.
@@ -92,6 +120,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
     /// Immutable port data.
     fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+
+    /// The driver's own uverbs methods and attributes
+    /// (`ib_device.driver_def`), if it has any; none by default.
+    fn driver_def() -> Option<UapiDefinitions> {
+        None
+    }
 
     /// Called once the device is registered and visible.
     fn enable(_dev: &Device<Self>) -> Result {

@@ -24,12 +24,6 @@ use crate::ib::{
 };
 use kernel::prelude::*;
 
-/// Whether `T` has device memory (the DM alloc method then declares its
-/// mmap-offset attribute).
-pub(super) const fn has_alloc_dm<T: Driver>() -> bool {
-    <T::Dm as DmOps<T>>::HAS_ALLOC_DM
-}
-
 /// The ops table of driver `T`, owned by `module`.
 pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
     // SAFETY: All-zero is a valid ops table (all callbacks `None`).

@@ -200,9 +200,9 @@ impl<T: Driver> NewDevice<T> {
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*ib).phys_port_cnt = 1;
             (*ib).local_dma_lkey = 0;
-            if ops::has_alloc_dm::<T>() {
-                // Declares the DM alloc method's mmap-offset attribute.
-                bindings::rrxe_ib_set_dm_uapi(ib);
+            if let Some(defs) = T::driver_def() {
+                // The driver's own methods and attributes.
+                (*ib).driver_def = defs.as_ptr();
             }
             (*ib).uverbs_cmd_mask |= (1u64
                 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
