@@ -72,7 +72,5 @@ bool rrxe_netif_is_up(struct net_device *ndev);
 struct device *rrxe_netdev_parent(struct net_device *ndev);
 
 const char *rrxe_link_type(void);
-/* In memcg.c. */
-int rrxe_memcg_room(size_t bytes);
 
 #endif
