@@ -7,15 +7,21 @@
 
 use kernel::prelude::*;
 
-// The `ib` layer and the pure-logic files are libraries: parts of their
-// API serve later work before the provider uses them.
+// Bindgen's output and the C glue's declarations, for the `ib` and `net`
+// layers only.
+mod bindings;
+// The `ib` and `net` layers and the pure-logic files are libraries: parts
+// of their API serve later work before the provider uses them.
 #[allow(dead_code)]
 pub mod ib;
 #[allow(dead_code)]
 pub mod logic;
+#[allow(dead_code)]
+pub mod net;
 pub mod rrxe;
 
-use ib::{link::LinkOps, netdev::Notifier};
+use ib::link::LinkOps;
+use net::netdev::Notifier;
 use rrxe::device::Rrxe;
 
 module! {
@@ -37,7 +43,7 @@ impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // SAFETY: Module init runs once, before anything else in the crate.
         unsafe { ib::init() };
-        let link_type = ib::link::link_type();
+        let link_type = rrxe::glue::link_type();
         if link_type.to_bytes().is_empty()
             || !link_type
                 .to_bytes()
@@ -47,13 +53,13 @@ impl kernel::Module for RrxeModule {
             pr_err!("link_type must be a non-empty name of letters, digits and '_'\n");
             return Err(EINVAL);
         }
-        ib::net::init::<Rrxe>()?;
+        net::tunnel::init::<ib::device::Device<Rrxe>>()?;
         let registered = Notifier::<Rrxe>::register()
             .and_then(|n| LinkOps::<Rrxe>::register(link_type).map(|l| (n, l)));
         let (notifier, link) = match registered {
             Ok(r) => r,
             Err(e) => {
-                ib::net::fini();
+                net::tunnel::fini();
                 return Err(e);
             }
         };
@@ -78,7 +84,7 @@ impl Drop for RrxeModule {
         drop(self.link.take());
         ib::device::unregister_all::<Rrxe>();
         drop(self.notifier.take());
-        ib::net::fini();
+        net::tunnel::fini();
         ib::exit();
         pr_info!("unloaded\n");
     }

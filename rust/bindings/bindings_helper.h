@@ -9,6 +9,7 @@
 #include <linux/netdevice.h>
 #include <linux/etherdevice.h>
 #include <linux/if_vlan.h>
+#include <linux/vmalloc.h>
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
@@ -22,3 +23,9 @@
 
 #include "helpers.h"
 #include "net_glue.h"
+
+/*
+ * Constants only C can compute, seen from Rust under the kernel's names
+ * (Kbuild strips the prefix, as the kernel's rust/Makefile does).
+ */
+const gfp_t RUST_CONST_HELPER___GFP_RETRY_MAYFAIL = __GFP_RETRY_MAYFAIL;

@@ -2,8 +2,7 @@
 /*
  * One-line C wrappers for static inlines and macros that Rust cannot call,
  * plus what only C macros can declare: the string module parameter (and
- * dm_size beside it), the uverbs methods and attributes of rrxe-abi.h and
- * the counter names.
+ * dm_size beside it) and the uverbs methods and attributes of rrxe-abi.h.
  * The network glue (UDP tunnel sockets, receive queue, skb transmission)
  * lives in net_glue.c.
  */
@@ -168,161 +167,70 @@ static const struct uapi_definition rrxe_uapi_defs[] = {
 	{},
 };
 
-void rrxe_ib_set_dm_uapi(struct ib_device *ibdev) { ibdev->driver_def = rrxe_uapi_defs; }
+const struct uapi_definition *rrxe_driver_def(void) { return rrxe_uapi_defs; }
 
 /*
- * The port's hardware counters: rdma_rxe's 17, under its names and in its
- * order, then the drops by reason and the completions lost to full CQs
- * (rrxe_hw_counter in helpers.h indexes them). out_of_buffer is mlx5's
- * name for the same drop.
+ * One-line wrappers of static inlines and macros (helpers.h), named after
+ * what they wrap.
  */
-static const struct rdma_stat_desc rrxe_counter_descs[] = {
-	[RRXE_CNT_SENT_PKTS].name = "sent_pkts",
-	[RRXE_CNT_RCVD_PKTS].name = "rcvd_pkts",
-	[RRXE_CNT_DUP_REQ].name = "duplicate_request",
-	[RRXE_CNT_OUT_OF_SEQ_REQ].name = "out_of_seq_request",
-	[RRXE_CNT_RCV_RNR].name = "rcvd_rnr_err",
-	[RRXE_CNT_SND_RNR].name = "send_rnr_err",
-	[RRXE_CNT_RCV_SEQ_ERR].name = "rcvd_seq_err",
-	[RRXE_CNT_SENDER_SCHED].name = "ack_deferred",
-	[RRXE_CNT_RETRY_EXCEEDED].name = "retry_exceeded_err",
-	[RRXE_CNT_RNR_RETRY_EXCEEDED].name = "retry_rnr_exceeded_err",
-	[RRXE_CNT_COMP_RETRY].name = "completer_retry_err",
-	[RRXE_CNT_SEND_ERR].name = "send_err",
-	[RRXE_CNT_LINK_DOWNED].name = "link_downed",
-	[RRXE_CNT_RDMA_SEND].name = "rdma_sends",
-	[RRXE_CNT_RDMA_RECV].name = "rdma_recvs",
-	[RRXE_CNT_SENT_BYTES].name = "sent_bytes",
-	[RRXE_CNT_RCVD_BYTES].name = "rcvd_bytes",
-	[RRXE_CNT_RCVD_ICRC_ERR].name = "rcvd_icrc_err",
-	[RRXE_CNT_RCVD_HDR_ERR].name = "rcvd_hdr_err",
-	[RRXE_CNT_RCVD_UNKNOWN_QP].name = "rcvd_unknown_qp",
-	[RRXE_CNT_RCVD_PKEY_ERR].name = "rcvd_pkey_err",
-	[RRXE_CNT_RCVD_QKEY_ERR].name = "rcvd_qkey_err",
-	[RRXE_CNT_RCVD_PSN_ERR].name = "rcvd_psn_err",
-	[RRXE_CNT_RCVD_QUEUE_FULL].name = "rcvd_queue_full",
-	[RRXE_CNT_OUT_OF_BUFFER].name = "out_of_buffer",
-	[RRXE_CNT_SEND_NO_ROUTE].name = "send_no_route",
-	[RRXE_CNT_ODP_FAULT_DEFERRED].name = "odp_fault_deferred",
-	[RRXE_CNT_CQ_OVERFLOW].name = "cq_overflow",
-};
-static_assert(ARRAY_SIZE(rrxe_counter_descs) == RRXE_NUM_COUNTERS);
-
-struct rdma_hw_stats *rrxe_alloc_hw_port_stats(void)
-{ return rdma_alloc_hw_stats_struct(rrxe_counter_descs, RRXE_NUM_COUNTERS, RDMA_HW_STATS_DEFAULT_LIFESPAN); }
-
-struct ib_ucontext *rrxe_udata_to_ucontext(struct ib_udata *udata)
-{ return container_of(udata, struct uverbs_attr_bundle, driver_udata)->context; }
-
-int rrxe_uverbs_copy_to_u64(struct uverbs_attr_bundle *attrs, u16 id, u64 val)
-{ return uverbs_copy_to(attrs, id, &val, sizeof(val)); }
-
-struct ib_device *rrxe_ib_alloc_device(size_t size, struct net *net)
-{ return _ib_alloc_device(size, net); }
-
-struct net_device *rrxe_netdev_notifier_info_to_dev(void *info)
+struct net_device *rust_helper_netdev_notifier_info_to_dev(const struct netdev_notifier_info *info)
 { return netdev_notifier_info_to_dev(info); }
 
-bool rrxe_is_vlan_dev(struct net_device *ndev) { return is_vlan_dev(ndev); }
+bool rust_helper_is_vlan_dev(const struct net_device *dev) { return is_vlan_dev(dev); }
 
-struct net *rrxe_dev_net(struct net_device *ndev) { return dev_net(ndev); }
+struct net *rust_helper_dev_net(const struct net_device *dev) { return dev_net(dev); }
 
-void rrxe_dev_put(struct net_device *ndev) { dev_put(ndev); }
+void rust_helper_dev_hold(struct net_device *dev) { dev_hold(dev); }
 
-unsigned int rrxe_num_possible_cpus(void) { return num_possible_cpus(); }
+void rust_helper_dev_put(struct net_device *dev) { dev_put(dev); }
 
-void rrxe_cond_resched(void) { cond_resched(); }
+const char *rust_helper_netdev_name(const struct net_device *dev) { return netdev_name(dev); }
 
-s64 rrxe_ktime_get_coarse(void) { return ktime_get_coarse(); }
+bool rust_helper_netif_running(const struct net_device *dev) { return netif_running(dev); }
 
-s64 rrxe_ktime_get(void) { return ktime_get(); }
+bool rust_helper_netif_carrier_ok(const struct net_device *dev) { return netif_carrier_ok(dev); }
 
-s64 rrxe_tick_nsec(void) { return TICK_NSEC; }
+unsigned int rust_helper_num_possible_cpus(void) { return num_possible_cpus(); }
 
-void rrxe_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *))
+void rust_helper_cond_resched(void) { cond_resched(); }
+
+ktime_t rust_helper_ktime_get_coarse(void) { return ktime_get_coarse(); }
+
+void rust_helper_init_irq_work(struct irq_work *work, void (*func)(struct irq_work *))
 { init_irq_work(work, func); }
 
-bool rrxe_irq_work_is_busy(struct irq_work *work) { return irq_work_is_busy(work); }
+bool rust_helper_irq_work_is_busy(struct irq_work *work) { return irq_work_is_busy(work); }
 
-u64 rrxe_bit_ull(unsigned int nr) { return BIT_ULL(nr); }
+int rust_helper_printk_ratelimit(void) { return printk_ratelimit(); }
 
-struct ib_device *rrxe_ib_device_get_by_netdev(struct net_device *ndev)
-{ return ib_device_get_by_netdev(ndev, RDMA_DRIVER_RXE); }
+void *rust_helper___vmalloc(unsigned long size, gfp_t gfp_mask) { return __vmalloc(size, gfp_mask); }
 
-bool rrxe_netif_is_up(struct net_device *ndev) { return READ_ONCE(ndev->flags) & IFF_UP; }
+void rust_helper_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{ vm_flags_set(vma, flags); }
 
+bool rust_helper_mem_cgroup_is_root(struct mem_cgroup *memcg) { return mem_cgroup_is_root(memcg); }
+
+void rust_helper_mem_cgroup_put(struct mem_cgroup *memcg) { mem_cgroup_put(memcg); }
+
+struct mem_cgroup *rust_helper_set_active_memcg(struct mem_cgroup *memcg)
+{ return set_active_memcg(memcg); }
+
+int rust_helper_ib_no_udata_io(struct ib_udata *udata) { return ib_no_udata_io(udata); }
+
+struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)
+{ return sg_page_iter_page(piter); }
+
+int rust_helper_ib_umem_offset(struct ib_umem *umem) { return ib_umem_offset(umem); }
+
+/*
+ * Fields of struct net_device, which the kernel crate's bindings leave
+ * opaque.
+ */
 unsigned int rrxe_netdev_mtu(struct net_device *ndev) { return READ_ONCE(ndev->mtu); }
-
-const char *rrxe_netdev_name(struct net_device *ndev) { return netdev_name(ndev); }
 
 unsigned int rrxe_netdev_addr(struct net_device *ndev, u8 *buf, unsigned int len)
 { len = min_t(unsigned int, len, ndev->addr_len); memcpy(buf, ndev->dev_addr, len); return len; }
 
-void rrxe_get_device(struct ib_device *ibdev) { get_device(&ibdev->dev); }
+bool rrxe_netif_is_up(struct net_device *ndev) { return READ_ONCE(ndev->flags) & IFF_UP; }
 
-void rrxe_put_device(struct ib_device *ibdev) { put_device(&ibdev->dev); }
-
-bool rrxe_netif_port_active(struct net_device *ndev)
-{ return ib_get_curr_port_state(ndev) == IB_PORT_ACTIVE; }
-
-void rrxe_dev_hold(struct net_device *ndev) { dev_hold(ndev); }
-
-void rrxe_ib_set_parent(struct ib_device *ibdev, struct net_device *ndev) { ibdev->dev.parent = ndev->dev.parent; }
-
-const char *rrxe_ib_device_name(struct ib_device *ibdev) { return dev_name(&ibdev->dev); }
-
-void *rrxe_vzalloc_account(unsigned long size)
-{ return __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_RETRY_MAYFAIL | __GFP_NOWARN); }
-
-unsigned long rrxe_vma_start(struct vm_area_struct *vma) { return vma->vm_start; }
-
-unsigned long rrxe_vma_end(struct vm_area_struct *vma) { return vma->vm_end; }
-
-void rrxe_vma_set_dontexpand(struct vm_area_struct *vma)
-{ vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP); }
-
-void rrxe_vfree(void *addr) { vfree(addr); }
-
-/* The calling process's memory cgroup, referenced; NULL for none or the root. */
-struct mem_cgroup *rrxe_memcg_get(void)
-{
-	struct mem_cgroup *m = current->mm ? get_mem_cgroup_from_mm(current->mm) : NULL;
-
-	if (m && mem_cgroup_is_root(m)) {
-		mem_cgroup_put(m);
-		m = NULL;
-	}
-	return m;
-}
-
-void rrxe_memcg_put(struct mem_cgroup *memcg) { mem_cgroup_put(memcg); }
-
-struct mem_cgroup *rrxe_memcg_enter(struct mem_cgroup *memcg) { return set_active_memcg(memcg); }
-
-void rrxe_memcg_leave(struct mem_cgroup *old) { set_active_memcg(old); }
-
-
-void rrxe_get_random_bytes(void *buf, size_t len) { get_random_bytes(buf, len); }
-
-int rrxe_ib_no_udata_io(struct ib_udata *udata) { return ib_no_udata_io(udata); }
-
-int rrxe_printk_ratelimit(void) { return printk_ratelimit(); }
-
-struct page *rrxe_sg_page_iter_page(struct sg_page_iter *piter) { return sg_page_iter_page(piter); }
-
-void *rrxe_kmap_local_page(struct page *page) { return kmap_local_page(page); }
-
-void rrxe_kunmap_local(void *addr) { kunmap_local(addr); }
-
-unsigned int rrxe_umem_offset(struct ib_umem *umem) { return ib_umem_offset(umem); }
-
-struct scatterlist *rrxe_umem_sgl(struct ib_umem *umem) { return umem->sgt_append.sgt.sgl; }
-
-unsigned int rrxe_umem_nents(struct ib_umem *umem) { return umem->sgt_append.sgt.orig_nents; }
-
-/* Copies for DMA MRs: with virtual DMA, "DMA addresses" are kernel virtual ones. */
-long rrxe_copy_from_kernel(void *dst, u64 src, size_t len)
-{ return copy_from_kernel_nofault(dst, (const void *)(uintptr_t)src, len); }
-
-void rrxe_copy_to_kernel(u64 dst, const void *src, size_t len)
-{ memcpy((void *)(uintptr_t)dst, src, len); }
+struct device *rrxe_netdev_parent(struct net_device *ndev) { return ndev->dev.parent; }

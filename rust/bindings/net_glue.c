@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * RoCEv2 sockets and packets: the C side of rrxe's network layer (Rust:
- * rust/ib/net.rs), kept apart from the one-line wrappers of helpers.c.
+ * RoCEv2 sockets and packets: the C side of rrxe's net layer (Rust:
+ * rust/net/), kept apart from the one-line wrappers of helpers.c.
  *
  * The UDP port 4791 tunnel sockets of a network namespace are shared by the
  * rrxe devices in it: the first device opens them, the last one closes

@@ -420,7 +420,7 @@ const _: () = assert!(
     b::RRXE_IB_DRIVER_NS_ATTRS == (1 << (b::uapi_radix_data_UVERBS_API_ATTR_KEY_BITS - 1)) - 1
 );
 const _: () = assert!(
-    crate::ib::dm::ALLOC_DM_RESP_MMAP_OFFSET as u32
+    crate::rrxe::glue::ALLOC_DM_RESP_MMAP_OFFSET as u32
         == b::rrxe_ib_alloc_dm_attrs_RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET
 );
 const _: () = {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Transmit gates: the C side of rust/ib/net.rs's TxGate. A gate counts the
+ * Transmit gates: the C side of rust/net/gate.rs's TxGate. A gate counts the
  * packets a QP handed to the stack that the stack has not freed yet (each
  * packet of a burst), as rxe counts a QP's skb_out: a sender that
  * finds a high mark of them out waits until fewer than a low mark are, and

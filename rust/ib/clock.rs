@@ -21,21 +21,20 @@ pub struct Mono(i64);
 
 /// The clock's tick (`TICK_NSEC`).
 pub fn tick() -> Delta {
-    // SAFETY: Returns a constant.
-    Delta::from_nanos(unsafe { bindings::rrxe_tick_nsec() })
+    Delta::from_nanos(bindings::TICK_NSEC.into())
 }
 
 impl Mono {
     /// Now, exactly (a clocksource read).
     pub fn now() -> Self {
         // SAFETY: Reads the monotonic clock, in any context.
-        Self(unsafe { bindings::rrxe_ktime_get() })
+        Self(unsafe { bindings::ktime_get() })
     }
 
     /// Now, to the last tick (never later than [`Mono::now`]).
     pub fn coarse() -> Self {
         // SAFETY: Reads the timekeeper's last update, in any context.
-        Self(unsafe { bindings::rrxe_ktime_get_coarse() })
+        Self(unsafe { bindings::ktime_get_coarse() })
     }
 
     /// `delay` after `self` (saturating).

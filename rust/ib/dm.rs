@@ -9,14 +9,12 @@
 //! memory while any exist.
 //!
 //! Userspace reaches the memory by mmap: `alloc_dm` returns a page offset,
-//! which this layer reports through the driver-namespace attribute
-//! `RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET` (u64) of the DM alloc method,
-//! one of the ids of `include/uapi/rdma/rrxe-abi.h`, whose uverbs tree the
-//! C helper file declares. The offset stays in the object, after the
-//! core's part (`struct rrxe_dm_head`), where the driver's `DM_QUERY`
-//! method (C, in the same file) reads it for `ibv_import_dm`: a context
-//! imported from a duplicate of the command fd shares the file's mappings
-//! and maps the same memory.
+//! which this layer reports through the driver's attribute (u64) of the
+//! DM alloc method ([`DmOps::MMAP_OFFSET_ATTR`]), declared in the
+//! driver's uverbs tree ([`crate::ib::device::Driver::driver_def`]). The
+//! offset stays in the object, right after the core's part
+//! ([`Dm::MMAP_OFFSET_AT`]), where a driver's own uverbs method may read
+//! it.
 
 use super::{
     bindings,
@@ -31,9 +29,15 @@ use kernel::{prelude::*, types::Opaque};
 /// ([`Driver::Dm`]). Dropping the data frees the device memory.
 #[vtable]
 pub trait DmOps<T: Driver>: Sized + Send + Sync {
+    /// The driver-namespace id of the DM alloc method's attribute that
+    /// returns the mmap offset, which the driver's uverbs tree declares
+    /// (16 bits, as in `struct ib_uverbs_attr`). Used only when
+    /// `alloc_dm` is implemented.
+    const MMAP_OFFSET_ATTR: u16;
+
     /// New device memory for `uc`'s process; returns its data and the
     /// offset at which the process maps it (reported to userspace through
-    /// the [`ALLOC_DM_RESP_MMAP_OFFSET`] attribute).
+    /// the [`Self::MMAP_OFFSET_ATTR`] attribute).
     fn alloc_dm(_uc: &Ucontext<T>, _req: DmRequest) -> Result<(Self, u64)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
@@ -44,14 +48,6 @@ pub trait DmOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 }
-
-/// The driver-namespace attribute id of the mmap offset DM_ALLOC returns.
-pub const ALLOC_DM_RESP_MMAP_OFFSET: u16 = {
-    let id = bindings::rrxe_ib_alloc_dm_attrs_RRXE_IB_ATTR_ALLOC_DM_RESP_MMAP_OFFSET;
-    // An attribute id is 16 bits on the wire (`struct ib_uverbs_attr`).
-    assert!(id <= u16::MAX as u32);
-    id as u16
-};
 
 /// What `alloc_dm` was asked for.
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +85,10 @@ pub struct Dm<T: Driver> {
 }
 
 impl<T: Driver> Dm<T> {
+    /// Where the mmap offset (a `u64`) lies in the object, which starts
+    /// with the core's `struct ib_dm`: for C that reads it.
+    pub const MMAP_OFFSET_AT: usize = core::mem::offset_of!(Self, mmap_offset);
+
     /// The driver's data.
     pub fn data(&self) -> &T::Dm {
         &self.data
@@ -125,14 +125,8 @@ impl<T: Driver> DmSlot<T> {
     /// Stores `data` and returns the box, still owned by the caller until
     /// [`into_raw`](Self::into_raw) hands it to the core.
     pub(crate) fn fill(self, data: T::Dm, mmap_offset: u64) -> KBox<Dm<T>> {
-        // The C query method sees the object as a `struct rrxe_dm_head`.
-        const {
-            use core::mem::offset_of;
-            assert!(offset_of!(Dm<T>, ib) == offset_of!(bindings::rrxe_dm_head, ib));
-            assert!(
-                offset_of!(Dm<T>, mmap_offset) == offset_of!(bindings::rrxe_dm_head, mmap_offset)
-            );
-        };
+        // The object starts with the core's part (see `MMAP_OFFSET_AT`).
+        const { assert!(core::mem::offset_of!(Dm<T>, ib) == 0) };
         KBox::write(
             self.0,
             Dm {
@@ -180,8 +174,14 @@ pub(super) unsafe extern "C" fn alloc_dm_callback<T: Driver>(
         let dm = slot.fill(data, offset);
         // SAFETY: `attrs` is the bundle of this DM_ALLOC call, whose
         // method carries the attribute (declared with the ops).
-        let r =
-            unsafe { bindings::rrxe_uverbs_copy_to_u64(attrs, ALLOC_DM_RESP_MMAP_OFFSET, offset) };
+        let r = unsafe {
+            bindings::uverbs_copy_to(
+                attrs,
+                <T::Dm as DmOps<T>>::MMAP_OFFSET_ATTR.into(),
+                (&raw const offset).cast(),
+                core::mem::size_of::<u64>(),
+            )
+        };
         kernel::error::to_result(r)?;
         Ok(DmSlot::into_raw(dm))
     })();
@@ -236,15 +236,4 @@ pub(super) unsafe extern "C" fn reg_dm_mr_callback<T: Driver>(
         Ok(slot.fill(data, key, 0, req.length))
     })();
     r.unwrap_or_else(Error::to_ptr)
-}
-
-const _: () = assert!(bindings::RRXE_MAX_DM_SIZE as u64 == crate::logic::dm::MAX_DM_SIZE);
-
-/// The `dm_size` module parameter (declared in the C helper file): the
-/// device memory a new device gets, in bytes. Writable at runtime, and
-/// refused when set unless whole pages up to `logic::dm::MAX_DM_SIZE`;
-/// callers validate what they read all the same.
-pub fn dm_size_param() -> u64 {
-    // SAFETY: Reads an `unsigned long` parameter with `READ_ONCE`.
-    unsafe { bindings::rrxe_dm_size() as u64 }
 }

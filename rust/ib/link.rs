@@ -2,20 +2,14 @@
 
 //! `rdma link add NAME type TYPE netdev DEV`: netlink link operations.
 
-use super::{bindings, netdev::NetDev};
+use super::bindings;
+use crate::net::netdev::NetDev;
 use kernel::{error::from_result, prelude::*, types::Opaque};
 
 /// Creates devices for `rdma link add`.
 pub trait LinkHandler: Sync + 'static {
     /// Creates a device named `name` on `ndev`.
     fn newlink(name: &CStr, ndev: &NetDev) -> Result;
-}
-
-/// The configured link type name (module parameter `link_type`).
-pub fn link_type() -> &'static CStr {
-    // SAFETY: The parameter buffer is static and NUL-terminated; it is
-    // read-only after load (permissions 0444).
-    unsafe { CStr::from_char_ptr(bindings::rrxe_link_type().cast()) }
 }
 
 /// Registered link operations.

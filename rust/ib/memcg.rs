@@ -17,13 +17,12 @@
 //! never calls the cgroup's OOM killer, which a plain `GFP_KERNEL_ACCOUNT`
 //! charge would (Rust's allocation flags cannot say `__GFP_RETRY_MAYFAIL`).
 //! So each charged allocation first makes sure of the room it needs
-//! ([`Charge::room`], `rust/bindings/memcg.c`).
+//! ([`Charge::room`]).
 
 use super::bindings;
 use core::ptr::NonNull;
 use kernel::{
     alloc::{flags, Flags},
-    error::to_result,
     prelude::*,
 };
 
@@ -53,11 +52,28 @@ unsafe impl Sync for Charge {}
 
 impl Charge {
     /// The calling process's cgroup: for an object a user creates.
+    /// None when the process has no memory (a kernel thread) or is in the
+    /// root cgroup, which is never charged.
     pub fn current() -> Self {
-        // SAFETY: No preconditions; a non-null result holds a reference,
+        // SAFETY: The current task is live; its `mm` is its own (or null)
+        // for as long as it runs this.
+        let mm = unsafe { (*bindings::get_current()).mm };
+        if mm.is_null() {
+            return Self { memcg: None };
+        }
+        // SAFETY: `mm` is the running task's; a non-null result holds a
+        // reference.
+        let memcg = NonNull::new(unsafe { bindings::get_mem_cgroup_from_mm(mm) });
+        if let Some(m) = memcg {
+            // SAFETY: `m` is referenced (just above).
+            if unsafe { bindings::mem_cgroup_is_root(m.as_ptr()) } {
+                // SAFETY: Releases the reference taken above.
+                unsafe { bindings::mem_cgroup_put(m.as_ptr()) };
+                return Self { memcg: None };
+            }
+        }
+        // INVARIANT: A non-null `memcg` holds the reference taken above,
         // which `Drop` releases.
-        let memcg = NonNull::new(unsafe { bindings::rrxe_memcg_get() });
-        // INVARIANT: see above.
         Self { memcg }
     }
 
@@ -113,21 +129,66 @@ impl Charge {
         };
         // SAFETY: `m` is referenced (type invariant) for as long as this
         // scope, which ends below.
-        let old = unsafe { bindings::rrxe_memcg_enter(m.as_ptr()) };
-        // SAFETY: Process context (the caller's promise); no preconditions.
-        let r = to_result(unsafe { bindings::rrxe_memcg_room(room) })
-            .and_then(|()| op(flags::GFP_KERNEL_ACCOUNT));
+        let old = unsafe { bindings::set_active_memcg(m.as_ptr()) };
+        let r = room_now(room).and_then(|()| op(flags::GFP_KERNEL_ACCOUNT));
         // SAFETY: Restores the scope that was active before ours.
-        unsafe { bindings::rrxe_memcg_leave(old) };
+        unsafe { bindings::set_active_memcg(old) };
         r
     }
+}
+
+/// Whether the memory cgroup charged now (the charging scope's, else the
+/// caller's) has room for `bytes` more: `ENOMEM` when it has not. Process
+/// context; may sleep. `bytes` is what the caller is about to allocate
+/// anyway, so the check costs no more than the allocation.
+///
+/// It takes that many pages with `__GFP_RETRY_MAYFAIL` (reclaiming the
+/// cgroup's memory as needed, failing where reclaim finds too little, never
+/// killing) and gives them back at once. Their charge stays in the CPU's
+/// charge stock or goes back to the cgroup's margin, where the allocations
+/// that follow find it. The pages are chained through their own first word,
+/// so that holding them allocates nothing more.
+fn room_now(bytes: usize) -> Result {
+    let gfp = bindings::GFP_KERNEL_ACCOUNT | bindings::__GFP_RETRY_MAYFAIL | bindings::__GFP_NOWARN;
+    let mut held: *mut bindings::page = core::ptr::null_mut();
+    let mut r = Ok(());
+    for _ in 0..bytes.div_ceil(kernel::page::PAGE_SIZE) {
+        // SAFETY: Process context (the caller's promise); null on failure.
+        let page = unsafe { bindings::alloc_pages(gfp, 0) };
+        if page.is_null() {
+            r = Err(ENOMEM);
+            break;
+        }
+        // SAFETY: A fresh page of ours, mapped for the write, which fits
+        // in it.
+        unsafe {
+            let va = bindings::kmap_local_page(page);
+            va.cast::<*mut bindings::page>().write(held);
+            bindings::kunmap_local(va);
+        }
+        held = page;
+        // SAFETY: Process context, holding no lock.
+        unsafe { bindings::cond_resched() };
+    }
+    while !held.is_null() {
+        let page = held;
+        // SAFETY: A page of ours taken above, whose first word names the
+        // page taken before it (or null); freed once, here.
+        unsafe {
+            let va = bindings::kmap_local_page(page);
+            held = va.cast::<*mut bindings::page>().read();
+            bindings::kunmap_local(va);
+            bindings::__free_pages(page, 0);
+        }
+    }
+    r
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
         if let Some(m) = self.memcg {
             // SAFETY: Releases the reference taken in `current`.
-            unsafe { bindings::rrxe_memcg_put(m.as_ptr()) };
+            unsafe { bindings::mem_cgroup_put(m.as_ptr()) };
         }
     }
 }

@@ -54,7 +54,15 @@ impl UserMmapEntry {
         // SAFETY: Allocates zeroed memory charged to the caller's memory
         // cgroup, or returns null (past the cgroup's limit, or when memory
         // is short: never the OOM killer).
-        let buf = unsafe { bindings::rrxe_vzalloc_account(len as c_ulong) };
+        let buf = unsafe {
+            bindings::__vmalloc(
+                len as c_ulong,
+                bindings::GFP_KERNEL_ACCOUNT
+                    | bindings::__GFP_ZERO
+                    | bindings::__GFP_RETRY_MAYFAIL
+                    | bindings::__GFP_NOWARN,
+            )
+        };
         if buf.is_null() {
             return Err(ENOMEM);
         }
@@ -62,7 +70,7 @@ impl UserMmapEntry {
         let charge = Charge::current();
         if let Err(e) = charge.room(0) {
             // SAFETY: `buf` came from vmalloc and is unused.
-            unsafe { bindings::rrxe_vfree(buf) };
+            unsafe { bindings::vfree(buf) };
             return Err(e);
         }
         let e = match KBox::new(
@@ -77,7 +85,7 @@ impl UserMmapEntry {
             Ok(e) => KBox::into_raw(e),
             Err(_) => {
                 // SAFETY: `buf` came from vmalloc and is unused.
-                unsafe { bindings::rrxe_vfree(buf) };
+                unsafe { bindings::vfree(buf) };
                 return Err(ENOMEM);
             }
         };
@@ -87,7 +95,7 @@ impl UserMmapEntry {
         if r != 0 {
             // SAFETY: Not inserted, so still solely ours.
             unsafe {
-                bindings::rrxe_vfree(buf);
+                bindings::vfree(buf);
                 drop(KBox::from_raw(e));
             }
             return Err(Error::from_errno(r));
@@ -168,14 +176,16 @@ pub(crate) unsafe extern "C" fn mmap_callback(
 /// `vma` is a VMA being set up by an `mmap` call, and `buf` a live vmalloc
 /// buffer of `len` bytes (a multiple of the page size).
 unsafe fn map_pages(vma: *mut bindings::vm_area_struct, buf: *mut c_void, len: usize) -> Result {
-    // SAFETY: `vma` is valid for the call, by the caller's promise.
-    let (start, end) = unsafe { (bindings::rrxe_vma_start(vma), bindings::rrxe_vma_end(vma)) };
+    // SAFETY: `vma` is valid for the call, and the mmap lock held, by the
+    // caller's promise.
+    let area = unsafe { kernel::mm::virt::VmaRef::from_raw(vma) };
+    let (start, end) = (area.start(), area.end());
     let size = end.checked_sub(start).ok_or(EINVAL)?;
     if size > len {
         return Err(EINVAL);
     }
     // SAFETY: As above; the mmap lock is held by the caller.
-    unsafe { bindings::rrxe_vma_set_dontexpand(vma) };
+    unsafe { bindings::vm_flags_set(vma, bindings::VM_DONTEXPAND | bindings::VM_DONTDUMP) };
     let mut off = 0;
     while off < size {
         // SAFETY: `off < len`: the address is within the vmalloc buffer.
@@ -200,7 +210,7 @@ pub(crate) unsafe extern "C" fn mmap_free_callback(core: *mut bindings::rdma_use
     // SAFETY: Called once per entry, after every reference dropped; the
     // entry and its buffer came from `UserMmapEntry::new`.
     unsafe {
-        bindings::rrxe_vfree((*e).buf);
+        bindings::vfree((*e).buf);
         drop(KBox::from_raw(e));
     }
 }

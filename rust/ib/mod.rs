@@ -2,19 +2,19 @@
 
 //! Safe abstractions over the kernel's RDMA core (`ib_core`).
 //!
-//! This layer is driver-agnostic and is the only part of rrxe that touches
-//! the generated bindings. A driver implements [`device::Driver`] for its
+//! This layer is driver-agnostic and, with the net layer
+//! ([`crate::net`]), the only part of rrxe that touches the generated
+//! bindings; it uses the net layer where ib_core plumbing needs it (a
+//! device's netdev, its receive queue). A driver implements [`device::Driver`] for its
 //! device, and one `#[vtable]` trait per object family for the types of its
 //! objects ([`cq::CqOps`], [`qp::QpOps`], [`srq::SrqOps`], [`mr::MrOps`],
 //! [`mw::MwOps`], [`dm::DmOps`], [`ah::AhOps`], [`pd::PdOps`] and
 //! [`pd::UcontextOps`]); each family's C callbacks live next to its
 //! abstraction and fill the ops table only where the driver implements
 //! them. Drivers use the typed wrappers here: [`device::Device`],
-//! [`udata::Udata`], [`mmap::UserMmapEntry`], [`link::LinkOps`] and
-//! [`netdev::NetDev`].
+//! [`udata::Udata`], [`mmap::UserMmapEntry`] and [`link::LinkOps`].
 
-#[path = "../bindings/mod.rs"]
-mod bindings;
+use crate::bindings;
 #[path = "../bindings/rxe_abi.rs"]
 mod rxe_abi;
 
@@ -22,24 +22,18 @@ pub mod ah;
 pub mod attr;
 pub mod clock;
 pub mod cq;
-pub mod crc;
-pub mod debug;
 pub mod device;
 pub mod dm;
-pub mod gate;
 pub mod link;
 pub mod memcg;
 pub mod mmap;
 pub mod mr;
 pub mod mw;
-pub mod net;
-pub mod netdev;
 pub mod object;
 pub mod pd;
 pub mod qp;
 pub mod srq;
 pub mod stats;
-pub mod testhook;
 pub mod udata;
 pub mod umem;
 pub mod upcall;
@@ -65,13 +59,13 @@ pub fn exit() {
 /// Fills `buf` with random bytes.
 pub fn random_bytes(buf: &mut [u8]) {
     // SAFETY: `buf` is valid for writes of its length.
-    unsafe { bindings::rrxe_get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
+    unsafe { bindings::get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
 }
 
 /// Number of possible CPUs.
 pub fn num_possible_cpus() -> u32 {
     // SAFETY: Reads a global CPU mask weight.
-    unsafe { bindings::rrxe_num_possible_cpus() }
+    unsafe { bindings::num_possible_cpus() }
 }
 
 /// Yields the CPU if a reschedule is due (`cond_resched`). For loops that
@@ -82,13 +76,13 @@ pub fn num_possible_cpus() -> u32 {
 pub fn cond_resched() {
     // SAFETY: Plain call; it may sleep, which the documented contract of
     // this function leaves to the caller's context.
-    unsafe { bindings::rrxe_cond_resched() };
+    unsafe { bindings::cond_resched() };
 }
 
 /// Whether a rate-limited message may be printed now (`printk_ratelimit`).
 pub fn printk_ratelimit() -> bool {
     // SAFETY: Plain call into the printk rate limiter.
-    unsafe { bindings::rrxe_printk_ratelimit() != 0 }
+    unsafe { bindings::printk_ratelimit() != 0 }
 }
 
 /// `pr_err!`, rate-limited: for errors that userspace, the wire or the

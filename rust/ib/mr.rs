@@ -259,7 +259,13 @@ pub enum FastRegType {
 pub fn read_dma_addr(addr: u64, out: &mut [u8]) -> Result {
     // SAFETY: `out` is writable for its length; the source is probed
     // without faulting.
-    let r = unsafe { bindings::rrxe_copy_from_kernel(out.as_mut_ptr().cast(), addr, out.len()) };
+    let r = unsafe {
+        bindings::copy_from_kernel_nofault(
+            out.as_mut_ptr().cast(),
+            addr as usize as *const kernel::ffi::c_void,
+            out.len(),
+        )
+    };
     if r != 0 {
         return Err(EFAULT);
     }
@@ -278,7 +284,7 @@ pub unsafe fn write_dma_addr(addr: u64, src: &[u8]) -> Result {
         return Err(EFAULT);
     }
     // SAFETY: The caller's promise; `src` is readable for its length.
-    unsafe { bindings::rrxe_copy_to_kernel(addr, src.as_ptr().cast(), src.len()) };
+    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), addr as usize as *mut u8, src.len()) };
     Ok(())
 }
 

@@ -107,11 +107,20 @@ impl Udata {
 
     /// The user context the command runs in.
     pub fn ucontext<T: super::device::Driver>(&self) -> &super::object::Ucontext<T> {
+        // The bundle's header (`struct_group_tagged`) is its first member,
+        // so that the header is where the bundle is.
+        type BundleHdr = bindings::uverbs_attr_bundle__bindgen_ty_1_uverbs_attr_bundle_hdr;
+        const { assert!(core::mem::offset_of!(bindings::uverbs_attr_bundle, __bindgen_anon_1) == 0) };
         // SAFETY: A `Udata` is only formed from the driver udata of a uverbs
         // command bundle (kernel callers pass none), whose context is a live
-        // context of this device for the call.
+        // context of this device for the call: `container_of(udata, struct
+        // uverbs_attr_bundle, driver_udata)->context`.
         unsafe {
-            super::object::Ucontext::from_raw(bindings::rrxe_udata_to_ucontext(self.as_raw()))
+            let hdr = self
+                .as_raw()
+                .byte_sub(core::mem::offset_of!(BundleHdr, driver_udata))
+                .cast::<BundleHdr>();
+            super::object::Ucontext::from_raw((*hdr).context)
         }
     }
 
@@ -122,7 +131,7 @@ impl Udata {
             None => Ok(()),
             Some(u) => {
                 // SAFETY: `u` is live by the invariant.
-                let r = unsafe { bindings::rrxe_ib_no_udata_io(u.as_raw()) };
+                let r = unsafe { bindings::ib_no_udata_io(u.as_raw()) };
                 kernel::error::to_result(r)
             }
         }

@@ -47,9 +47,9 @@ impl PageRef {
         // SAFETY: The page is alive (caller); the local mapping covers one
         // page and the range was checked above.
         unsafe {
-            let va = bindings::rrxe_kmap_local_page(self.0.as_ptr()).cast::<u8>();
+            let va = bindings::kmap_local_page(self.0.as_ptr()).cast::<u8>();
             core::ptr::copy_nonoverlapping(src.as_ptr(), va.add(off), src.len());
-            bindings::rrxe_kunmap_local(va.cast());
+            bindings::kunmap_local(va.cast());
         }
         Ok(())
     }
@@ -65,9 +65,9 @@ impl PageRef {
         }
         // SAFETY: As in `write`.
         unsafe {
-            let va = bindings::rrxe_kmap_local_page(self.0.as_ptr()).cast::<u8>();
+            let va = bindings::kmap_local_page(self.0.as_ptr()).cast::<u8>();
             core::ptr::copy_nonoverlapping(va.add(off), dst.as_mut_ptr(), dst.len());
-            bindings::rrxe_kunmap_local(va.cast());
+            bindings::kunmap_local(va.cast());
         }
         Ok(())
     }
@@ -117,7 +117,7 @@ impl Umem {
     /// Offset of the first byte within its first page.
     pub fn first_page_offset(&self) -> usize {
         // SAFETY: Valid by the invariant.
-        unsafe { bindings::rrxe_umem_offset(self.umem.as_ptr()) as usize }
+        unsafe { bindings::ib_umem_offset(self.umem.as_ptr()) as usize }
     }
 
     /// The pinned pages, in order. They stay valid while `self` lives. The
@@ -127,12 +127,12 @@ impl Umem {
         // scatter table, which does not change while we hold the umem.
         unsafe {
             let mut it: bindings::sg_page_iter = core::mem::zeroed();
-            let sgl = bindings::rrxe_umem_sgl(self.umem.as_ptr());
-            let nents = bindings::rrxe_umem_nents(self.umem.as_ptr());
+            let sgt = &raw const (*self.umem.as_ptr()).sgt_append.sgt;
+            let (sgl, nents) = ((*sgt).sgl, (*sgt).orig_nents);
             let mut v = KVVec::new();
             bindings::__sg_page_iter_start(&mut it, sgl, nents, 0);
             while bindings::__sg_page_iter_next(&mut it) {
-                let pg = NonNull::new(bindings::rrxe_sg_page_iter_page(&mut it)).ok_or(EFAULT)?;
+                let pg = NonNull::new(bindings::sg_page_iter_page(&mut it)).ok_or(EFAULT)?;
                 // INVARIANT: The page is pinned by this umem.
                 v.push(PageRef(pg), GFP_KERNEL_ACCOUNT)?;
             }

@@ -66,7 +66,7 @@ impl Upcalls {
             // stays pinned inside `Self`.
             work <- unsafe {
                 Opaque::ffi_init(|w: *mut bindings::irq_work| {
-                    bindings::rrxe_init_irq_work(w, Some(run));
+                    bindings::init_irq_work(w, Some(run));
                 })
             },
             pending: AtomicU32::new(0),
@@ -127,7 +127,7 @@ impl PinnedDrop for Upcalls {
         // found no target and queued nothing, so this never waits then
         // (and the last reference may go in any context).
         // SAFETY: The work was initialised in `new`.
-        if unsafe { bindings::rrxe_irq_work_is_busy(self.work.get()) } {
+        if unsafe { bindings::irq_work_is_busy(self.work.get()) } {
             // SAFETY: As above.
             unsafe { bindings::irq_work_sync(self.work.get()) };
         }

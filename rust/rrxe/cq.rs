@@ -14,7 +14,6 @@ use crate::ib::{
     device::Device,
     memcg::Charge,
     object::{Cq, Ucontext},
-    stats::{Counter, PortCounters},
     udata::Udata,
     upcall::{self, Upcalls},
 };
@@ -22,6 +21,7 @@ use crate::logic::{
     cqe::Wc,
     ring::{self, Geometry},
 };
+use crate::rrxe::stats::{Counter, PortCounters};
 use crate::rrxe::{
     device::Rrxe,
     queue::{MmapInfo, Role, UserRing},

@@ -2,11 +2,12 @@
 
 //! Debug lines, as rdma_rxe's `rxe_dbg_*`: drops, NAKs, retries, RNR, QP
 //! state changes and WQEs that fail. Each [`Site`] is a bit of the `debug`
-//! module parameter (`ib::debug`), off by default, and its lines start
+//! module parameter (`glue::debug_enabled`), off by default, and its lines start
 //! with the device's name and the site's.
 
-use crate::ib::{device::Device, stats::Counter};
+use crate::ib::device::Device;
 use crate::rrxe::device::{Rrxe, RrxeDev};
+use crate::rrxe::stats::Counter;
 
 /// A place that prints a debug line, and its bit in `debug`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +73,7 @@ impl Site {
     /// Whether the site is switched on.
     #[inline]
     pub fn on(self) -> bool {
-        crate::ib::debug::enabled(self as u32)
+        crate::rrxe::glue::debug_enabled(self as u32)
     }
 }
 
@@ -82,7 +83,7 @@ pub fn print(dev: &RrxeDev, site: Site, args: core::fmt::Arguments<'_>) {
     // `newlink` hands the `ib` layer, in place in its `Device<Rrxe>`, and
     // reached only through `Device::data`.
     let ibdev = unsafe { Device::<Rrxe>::from_data(dev) };
-    crate::ib::debug::print(ibdev, format_args!("{}: {}\n", site.name(), args));
+    crate::rrxe::glue::debug_print(ibdev, format_args!("{}: {}\n", site.name(), args));
 }
 
 /// Counts a packet dropped for the reason `counter` and, when `site` is on,

@@ -8,16 +8,17 @@ use crate::ib::{
         DeviceAttrs, PhysState, PortAttrs, PortImmutable, PortState, MGMT_MAD_SIZE, PORT_CM_SUP,
         WIDTH_1X,
     },
-    device::{Device, Driver, NewDevice},
+    device::{Device, Driver, NewDevice, UapiDefinitions},
     link::LinkHandler,
-    net::NetTicket,
-    netdev::{Event, Handler, NetDev},
-    stats::{self, Counter, PortCounters},
 };
 use crate::logic::{
     cqe::{status, Wc},
-    guid, limits, mtu,
+    guid, limits, mtu, pma,
     wqe::Opcode,
+};
+use crate::net::{
+    netdev::{Event, Handler, NetDev},
+    tunnel::NetTicket,
 };
 use crate::pr_err_ratelimited;
 use crate::rrxe::{
@@ -31,6 +32,7 @@ use crate::rrxe::{
     pool::{LiveSet, Pool},
     qp::{QpShared, RrxeQp},
     srq::{RrxeSrq, SrqShared},
+    stats::{self, Counter, PortCounters},
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{
@@ -223,6 +225,7 @@ impl Driver for Rrxe {
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = limits::UVERBS_ABI_VERSION;
+    const HW_COUNTERS: &'static [crate::ib::stats::StatDesc] = &stats::NAMES;
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs> {
         Ok(dev.data().attrs.clone())
@@ -275,8 +278,16 @@ impl Driver for Rrxe {
         })
     }
 
-    fn hw_counters(dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
-        dev.data().counters.read()
+    fn hw_counters(dev: &Device<Self>, _port: u32, values: &mut [u64]) {
+        dev.data().counters.read(values);
+    }
+
+    fn pma_counters(dev: &Device<Self>, _port: u32) -> pma::PortCounters {
+        dev.data().counters.pma()
+    }
+
+    fn driver_def() -> Option<UapiDefinitions> {
+        crate::rrxe::glue::driver_def()
     }
 
     fn rx_accept(dev: &Device<Self>, pkt: &[u8]) -> bool {
@@ -314,7 +325,7 @@ impl LinkHandler for Rrxe {
         }
         let mac = guid::device_mac(&addr[..len], random);
         let guid = guid::eui64_from_mac(&mac);
-        let dm_size = crate::ib::dm::dm_size_param();
+        let dm_size = crate::rrxe::glue::dm_size_param();
         if !crate::logic::dm::check_dm_size(dm_size, kernel::page::PAGE_SIZE as u64) {
             pr_err_ratelimited!(
                 "dm_size {} is not a multiple of {} up to {}\n",

@@ -69,6 +69,8 @@ pub struct RrxeDm {
 
 #[vtable]
 impl DmOps<Rrxe> for RrxeDm {
+    const MMAP_OFFSET_ATTR: u16 = crate::rrxe::glue::ALLOC_DM_RESP_MMAP_OFFSET;
+
     /// `alloc_dm`: reserves `req.length` bytes (rounded up to pages) of the
     /// device's memory and makes them mappable by the calling process. Returns
     /// the mmap offset.

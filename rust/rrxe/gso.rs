@@ -2,7 +2,7 @@
 
 //! Bursts: consecutive packets of one RC message (a request, or a read
 //! response) handed to the stack as one UDP GSO packet
-//! (`ib::net::TxBurst`), which it splits back into them without copying
+//! (`net::skb::TxBurst`), which it splits back into them without copying
 //! them, in the receiving namespace when a veth passes it whole, or before
 //! a device that cannot take it. Each is an ordinary RoCEv2 packet, built
 //! as one sent alone would be, its ICRC computed over the IP and UDP
@@ -17,17 +17,18 @@
 //! the stack could also split by size alone. IPv4 only; IPv6 packets go
 //! one by one.
 
-use crate::ib::{
-    device::Device,
-    gate::TxGate,
-    net::{RouteCache, TxBurst, TxPacket},
-    stats::Counter,
-};
+use crate::ib::device::Device;
 use crate::logic::{
     hdr::{Headers, ICRC_SIZE, MAX_HDRS},
     icrc::{IPV4_HDR, UDP_HDR},
     pkt::{self, IpOut},
 };
+use crate::net::{
+    gate::TxGate,
+    route::RouteCache,
+    skb::{TxBurst, TxPacket},
+};
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{device::Rrxe, net, qp::QpShared};
 use kernel::prelude::*;
 

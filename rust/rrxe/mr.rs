@@ -712,7 +712,7 @@ pub fn copy_by_key(
         Copy::From(b) => b.len(),
     } as u64;
     let (mr, at) = lookup_key(dev, key, pd, qpn, need, iova, len)?;
-    crate::ib::testhook::hold(crate::ib::testhook::Site::MrCopy);
+    crate::rrxe::glue::test_hold(crate::rrxe::glue::Site::MrCopy);
     match dir {
         Copy::Into(b) => mr.write(at, b, fault),
         Copy::From(b) => mr.read(at, b, fault),

@@ -128,7 +128,7 @@ pub(crate) fn resolve(
     if w.rkey.load(Ordering::Acquire) != key {
         return Err(EINVAL);
     }
-    crate::ib::testhook::hold(crate::ib::testhook::Site::MwResolve);
+    crate::rrxe::glue::test_hold(crate::rrxe::glue::Site::MwResolve);
     let (mr, mr_iova) = {
         let b = w.bind.lock();
         // Again under the binding's lock, which every change of key takes:

@@ -4,13 +4,7 @@
 //! transport headers, the payload, its pad and the ICRC), and the first
 //! checks on packets that arrive, before the transports see them.
 
-use crate::ib::{
-    crc,
-    device::Device,
-    gate::TxGate,
-    net::{RouteCache, TxPacket},
-    stats::Counter,
-};
+use crate::ib::device::Device;
 use crate::logic::{
     hdr::{self, Bth, Layout, Service},
     icrc::{self, UDP_HDR},
@@ -19,6 +13,8 @@ use crate::logic::{
     qp::QpAttrs,
     wqe,
 };
+use crate::net::{crc, gate::TxGate, route::RouteCache, skb::TxPacket};
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
@@ -383,7 +379,7 @@ impl core::fmt::Display for Gid<'_> {
 /// [`rx_accept`] took (its ICRC is not checked again): the packet's
 /// transport.
 pub fn rx(dev: &Device<Rrxe>, pkt: &[u8]) {
-    crate::ib::testhook::hold(crate::ib::testhook::Site::Rx);
+    crate::rrxe::glue::test_hold(crate::rrxe::glue::Site::Rx);
     let rx = match checked(dev, pkt, false) {
         Ok(rx) => rx,
         Err(r) => {

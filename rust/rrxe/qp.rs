@@ -11,9 +11,7 @@
 
 use crate::ib::{
     device::Device,
-    gate::{GateOwner, TxGate},
     memcg::Charge,
-    net::RouteCache,
     wr::{RecvWr, SendWr},
 };
 use crate::ib::{
@@ -27,6 +25,10 @@ use crate::logic::{
     limits,
     qp::{self, AttrError, QpAttrs, QpCap, QpState},
     wqe,
+};
+use crate::net::{
+    gate::{GateOwner, TxGate},
+    route::RouteCache,
 };
 use crate::rrxe::debug::Site;
 use crate::rrxe::pd::{pd_id, PdId};
@@ -207,7 +209,7 @@ impl WorkItem for QpShared {
 impl QpShared {
     /// Schedules the send task; a no-op while it is queued.
     pub fn kick(self: &Arc<Self>) {
-        let _ = crate::ib::net::queue().enqueue(self.clone());
+        let _ = crate::net::queue().enqueue(self.clone());
     }
 
     /// Runs the send task's work here and now, in the caller's context:
@@ -482,11 +484,11 @@ impl QpOps<Rrxe> for RrxeQp {
         let rc_state = (rc_state, RespState::new(gfp, rc_recv)?);
         let mut rc_state = Some(rc_state);
         let mut route = match init.ty {
-            QpType::Rc | QpType::Uc => Some(RouteCache::new(&charge)?),
+            QpType::Rc | QpType::Uc => Some(RouteCache::new(charge.accounts())?),
             _ => None,
         };
         let mut gate = match init.ty {
-            QpType::Rc => Some(TxGate::new(&charge)?),
+            QpType::Rc => Some(TxGate::new(charge.accounts())?),
             _ => None,
         };
         let mut inner = Some(QpInner {

@@ -68,6 +68,6 @@ impl RrxeQp {
         };
         drop((sq, rq, held, rc_held));
         // Queued send tasks run out before the device may go.
-        crate::ib::net::flush_queue();
+        crate::net::flush_queue();
     }
 }

@@ -9,13 +9,13 @@
 //! `ud` or `uc`, and completed. RC QPs have their own engine (`rc`), which
 //! keeps WQEs in the ring until they are acknowledged.
 
-use crate::ib::stats::Counter;
 use crate::ib::{device::Device, object::Qp, qp::QpType};
 use crate::logic::{
     cqe::{status, Wc},
     qp::QpState,
     wqe::{self, Transport},
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::Site,
     device::Rrxe,
@@ -83,7 +83,7 @@ impl RunBudget {
 /// it (and the replies to that too): a WRITE to another namespace and its
 /// ACK take no context switch.
 pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
-    let _in_place = crate::ib::net::ReceiveInPlace::begin();
+    let _in_place = crate::net::tunnel::ReceiveInPlace::begin();
     process_sq(q.device(), &q.data().shared, Runner::Doorbell)
 }
 

@@ -9,13 +9,15 @@
 //! and the caller learns it (`Err`); a packet lost on the way out (no
 //! route, no memory) is counted and dropped, as the wire would drop it.
 
-use crate::ib::{device::Device, gate::TxGate, net::RouteCache, stats::Counter, umem::Fault};
+use crate::ib::{device::Device, umem::Fault};
 use crate::logic::{
     access,
     hdr::{Headers, MAX_HDRS},
     pkt::IpOut,
     wqe::Payload,
 };
+use crate::net::{gate::TxGate, route::RouteCache};
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     gso,

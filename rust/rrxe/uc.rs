@@ -13,7 +13,7 @@
 //! goes to the memory its RETH names, with the rkey, the PD, the rights
 //! and the bounds checked, and the key resolved again on every packet.
 
-use crate::ib::{device::Device, qp::QpType, stats::Counter, umem::Fault};
+use crate::ib::{device::Device, qp::QpType, umem::Fault};
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
@@ -23,6 +23,7 @@ use crate::logic::{
     uc::{self as seq, Kind, Pos, RxSeq, Verdict},
     wqe::{self, Opcode, Payload, SendWqe, Transport, WrDetail},
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},

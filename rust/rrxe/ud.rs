@@ -13,7 +13,7 @@
 //! scattered into it, and a receive completion. Anything that cannot be
 //! delivered is dropped, as UD allows.
 
-use crate::ib::{attr::MGMT_MAD_SIZE, device::Device, qp::QpType, stats::Counter, umem::Fault};
+use crate::ib::{attr::MGMT_MAD_SIZE, device::Device, qp::QpType, umem::Fault};
 use crate::logic::{
     cqe::{flags, net_type, status, Wc},
     hdr::{self, Bth, Deth, Headers},
@@ -23,6 +23,7 @@ use crate::logic::{
     qp::QpState,
     wqe::{self, LegacyAv, Opcode, Transport, WrDetail},
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},

@@ -26,7 +26,7 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{Device, Driver};
-use crate::ib::bindings;
+use crate::bindings;
 use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::{new_spinlock_irq, prelude::*, sync::SpinLockIrq};
 

@@ -43,7 +43,35 @@ use super::{
     srq::SrqOps,
     stats,
 };
+use core::ptr::NonNull;
 use kernel::prelude::*;
+
+/// A driver's uverbs tree (`const struct uapi_definition *`), built in C
+/// with the `uverbs_named_ioctl.h` macros, which Rust cannot expand.
+///
+/// # Invariants
+///
+/// Points to a static, terminated `uapi_definition` array.
+#[derive(Clone, Copy)]
+pub struct UapiDefinitions(NonNull<super::bindings::uapi_definition>);
+
+impl UapiDefinitions {
+    /// Wraps the tree at `defs`; `None` for null.
+    ///
+    /// # Safety
+    ///
+    /// `defs` must be null or point to a static `uapi_definition` array,
+    /// terminated by an empty entry, that lives as long as the module.
+    pub unsafe fn from_raw(defs: *const super::bindings::uapi_definition) -> Option<Self> {
+        // INVARIANT: The caller's promise.
+        NonNull::new(defs.cast_mut()).map(Self)
+    }
+
+    /// The raw tree.
+    pub(crate) fn as_ptr(self) -> *const super::bindings::uapi_definition {
+        self.0.as_ptr()
+    }
+}
 
 /// A provider: its device, and the types of its objects, each of which
 /// implements the operations of its family.
@@ -80,6 +108,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
     const DRIVER_ID: u32;
     /// uverbs ABI version the user provider expects.
     const UVERBS_ABI_VER: u32;
+    /// The names of the port's hardware counters, in the order of the
+    /// values [`Self::hw_counters`] writes; none by default.
+    const HW_COUNTERS: &'static [stats::StatDesc] = &[];
 
     /// Device attributes.
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttrs>;
@@ -90,13 +121,27 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Immutable port data.
     fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
 
+    /// The driver's own uverbs methods and attributes
+    /// (`ib_device.driver_def`), if it has any; none by default.
+    fn driver_def() -> Option<UapiDefinitions> {
+        None
+    }
+
     /// Called once the device is registered and visible.
     fn enable(_dev: &Device<Self>) -> Result {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// The port's counter values, indexed by [`stats::Counter`].
-    fn hw_counters(_dev: &Device<Self>, _port: u32) -> [u64; stats::NUM_COUNTERS] {
+    /// Writes the port's counter values into `values`, one for each of
+    /// [`Self::HW_COUNTERS`], in their order. A driver that implements it
+    /// implements [`Self::pma_counters`] too.
+    fn hw_counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The port's counters that the performance management agent reports
+    /// (PMA MADs, sysfs `ports/N/counters/`).
+    fn pma_counters(_dev: &Device<Self>, _port: u32) -> crate::logic::pma::PortCounters {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
@@ -112,7 +157,7 @@ pub trait Driver: Sized + Send + Sync + 'static {
     }
 
     /// A RoCEv2 packet that [`Self::rx_accept`] accepted for `dev`, in
-    /// process context. Set up by [`super::net::init`]; packets are
+    /// process context. Set up by [`crate::net::tunnel::init`]; packets are
     /// dropped by default.
     fn rx_packet(_dev: &Device<Self>, _pkt: &[u8]) {}
 

@@ -24,12 +24,6 @@ use crate::ib::{
 };
 use kernel::prelude::*;
 
-/// Whether `T` has device memory (the DM alloc method then declares its
-/// mmap-offset attribute).
-pub(super) const fn has_alloc_dm<T: Driver>() -> bool {
-    <T::Dm as DmOps<T>>::HAS_ALLOC_DM
-}
-
 /// The ops table of driver `T`, owned by `module`.
 pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
     // SAFETY: All-zero is a valid ops table (all callbacks `None`).
@@ -55,7 +49,7 @@ pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
         // The performance management agent answers from the same
         // counters (sysfs `ports/N/counters/`, and PMA MADs on QP1).
         o.process_mad = Some(stats::process_mad_callback::<T>);
-        o.alloc_hw_port_stats = Some(stats::alloc_hw_port_stats_callback);
+        o.alloc_hw_port_stats = Some(stats::alloc_hw_port_stats_callback::<T>);
         o.get_hw_stats = Some(stats::get_hw_stats_callback::<T>);
     }
 

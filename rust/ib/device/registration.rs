@@ -7,7 +7,13 @@
 //! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
 
 use super::{gid::GidCache, ops, Driver};
-use crate::ib::{bindings, netdev::NetDev};
+use crate::{
+    bindings,
+    net::{
+        netdev::NetDev,
+        tunnel::{Receiver, RxQueue},
+    },
+};
 use core::ptr::NonNull;
 use kernel::{error::from_result, prelude::*, sync::aref::ARef, types::Opaque};
 use pin_init::PinInit;
@@ -26,9 +32,9 @@ use pin_init::PinInit;
 pub struct Device<T: Driver> {
     ibdev: Opaque<bindings::ib_device>,
     data: T::Data,
-    /// The device's receive queue (`net_glue.c`), from registration until
-    /// `dealloc_driver`; null before.
-    pub(crate) rxq: *mut bindings::rrxe_rxq,
+    /// The device's receive queue, from registration until
+    /// `dealloc_driver`; `None` before.
+    pub(crate) rxq: Option<RxQueue>,
     /// The device's own GIDs (`add_gid`/`del_gid`), from allocation on.
     pub(crate) gids: GidCache,
 }
@@ -85,7 +91,7 @@ impl<T: Driver> Device<T> {
     pub fn name(&self) -> &CStr {
         // SAFETY: `dev.kobj.name` is set by `assign_name` before any callback
         // and is NUL-terminated.
-        unsafe { CStr::from_char_ptr(bindings::rrxe_ib_device_name(self.as_raw()).cast()) }
+        unsafe { CStr::from_char_ptr(bindings::dev_name(device_of(self.as_raw())).cast()) }
     }
 
     /// The netdev bound to `port`, with a reference held.
@@ -117,28 +123,16 @@ impl<T: Driver> Device<T> {
         f.map(|f| f as usize) == Some(ours as usize)
     }
 
-    /// The device behind a core pointer the caller holds a registration
-    /// reference on, if it is one of `T`'s (not another RXE driver's).
-    pub(crate) fn from_raw_if_ours<'a>(ib: *mut bindings::ib_device) -> Option<&'a Self> {
-        if ib.is_null() {
-            return None;
-        }
-        // SAFETY: A live registered device (the caller's reference).
-        let ours = unsafe { Self::is_ours(ib) };
-        // SAFETY: Ours and registered: data alive while the reference is
-        // held (the type invariant); `'a` is bounded by the caller's use.
-        ours.then(|| unsafe { Self::from_raw(ib) })
-    }
-
     /// Runs `op` on the device of type `T` bound to `ndev`, if any.
     ///
-    /// Returns `None` when no RXE-driver device is bound to `ndev`, and
-    /// `Some(None)` when one is, but it belongs to another driver (such as
-    /// the in-tree `rdma_rxe`).
+    /// Returns `None` when no device of `T`'s driver id
+    /// ([`Driver::DRIVER_ID`]) is bound to `ndev`, and `Some(None)` when
+    /// one is, but it belongs to another driver (such as the in-tree
+    /// `rdma_rxe`, for the RXE id).
     pub fn with_netdev<R>(ndev: &NetDev, op: impl FnOnce(&Self) -> R) -> Option<Option<R>> {
         // SAFETY: `ndev` is live; the result carries a registration
         // reference (`ib_device_try_get`) or is null.
-        let ib = unsafe { bindings::rrxe_ib_device_get_by_netdev(ndev.as_raw()) };
+        let ib = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID) };
         if ib.is_null() {
             return None;
         }
@@ -176,9 +170,9 @@ impl<T: Driver> NewDevice<T> {
     ) -> Result<Self> {
         const { assert!(core::mem::offset_of!(Device<T>, ibdev) == 0) };
         // SAFETY: `ndev` is live; `dev_net` reads its namespace.
-        let net = unsafe { bindings::rrxe_dev_net(ndev.as_raw()) };
+        let net = unsafe { bindings::dev_net(ndev.as_raw()) };
         // SAFETY: The size covers the `ib_device` and the driver data.
-        let ib = unsafe { bindings::rrxe_ib_alloc_device(core::mem::size_of::<Device<T>>(), net) };
+        let ib = unsafe { bindings::_ib_alloc_device(core::mem::size_of::<Device<T>>(), net) };
         let ptr = NonNull::new(ib.cast::<Device<T>>()).ok_or(ENOMEM)?;
         // kzalloc's alignment must satisfy the driver data's.
         const { assert!(core::mem::align_of::<Device<T>>() <= 8) };
@@ -193,7 +187,7 @@ impl<T: Driver> NewDevice<T> {
         }
 
         // SAFETY: Inside the fresh allocation, not yet initialised.
-        unsafe { (&raw mut (*ptr.as_ptr()).rxq).write(core::ptr::null_mut()) };
+        unsafe { (&raw mut (*ptr.as_ptr()).rxq).write(None) };
         // SAFETY: Inside the fresh allocation, not yet initialised, and
         // never moved (the device is freed where it lies); the lock needs
         // no drop.
@@ -206,9 +200,9 @@ impl<T: Driver> NewDevice<T> {
             (*ib).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*ib).phys_port_cnt = 1;
             (*ib).local_dma_lkey = 0;
-            if ops::has_alloc_dm::<T>() {
-                // Declares the DM alloc method's mmap-offset attribute.
-                bindings::rrxe_ib_set_dm_uapi(ib);
+            if let Some(defs) = T::driver_def() {
+                // The driver's own methods and attributes.
+                (*ib).driver_def = defs.as_ptr();
             }
             (*ib).uverbs_cmd_mask |= (1u64
                 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
@@ -216,14 +210,13 @@ impl<T: Driver> NewDevice<T> {
         }
         // INVARIANT: Allocated, data initialised, ops installed, unregistered.
         let this = Self { dev: ptr };
+        // On failure `this` is dropped: dealloc frees all.
         // SAFETY: The device is ours and unregistered: no packet can reach
-        // it before the queue is set.
-        let rxq = unsafe { bindings::rrxe_rxq_create(ib) };
-        if rxq.is_null() {
-            return Err(ENOMEM); // `this` is dropped: dealloc frees all.
-        }
-        // SAFETY: As above; `dealloc_driver` frees it.
-        unsafe { (*ptr.as_ptr()).rxq = rxq };
+        // it before the queue is set; `dealloc_driver` drops the queue
+        // before the driver data.
+        let rxq = unsafe { RxQueue::new(ib) }?;
+        // SAFETY: As above.
+        unsafe { (*ptr.as_ptr()).rxq = Some(rxq) };
         registry_add(ib)?; // On failure `this` is dropped: dealloc frees all.
         Ok(this)
     }
@@ -273,7 +266,7 @@ impl<T: Driver> NewDevice<T> {
         let r = unsafe {
             let r = bindings::ib_device_set_netdev(ib, ndev.as_raw(), 1);
             if r == 0 {
-                bindings::rrxe_ib_set_parent(ib, ndev.as_raw());
+                (*device_of(ib)).parent = ndev.parent();
                 (*ib).name_assign_type =
                     bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
                 bindings::ib_register_device(ib, name.as_char_ptr(), core::ptr::null_mut())
@@ -356,7 +349,7 @@ pub fn unregister_all<T: Driver>() {
                     let ib = p as *mut bindings::ib_device;
                     // SAFETY: Live (see above); pins the memory past the
                     // unregistration so the pointer stays valid to compare.
-                    unsafe { bindings::rrxe_get_device(ib) };
+                    unsafe { bindings::get_device(device_of(ib)) };
                     ib
                 }
             }
@@ -370,7 +363,7 @@ pub fn unregister_all<T: Driver>() {
             pr_warn!("device {:p} was not released on unregister\n", ib);
         }
         // SAFETY: Drops the reference taken above.
-        unsafe { bindings::rrxe_put_device(ib) };
+        unsafe { bindings::put_device(device_of(ib)) };
     }
 }
 
@@ -389,6 +382,46 @@ pub(super) unsafe extern "C" fn enable_driver_callback<T: Driver>(
     })
 }
 
+/// The `struct device` of `ib` (`&ib->dev`, which bindgen puts in an
+/// anonymous union with the core's own view of it).
+///
+/// # Safety
+///
+/// `ib` must point to a live `ib_device`.
+unsafe fn device_of(ib: *mut bindings::ib_device) -> *mut bindings::device {
+    // SAFETY: The union's fields start where it does; `ib` is live.
+    unsafe { (&raw mut (*ib).__bindgen_anon_1.dev).cast() }
+}
+
+/// The tunnel's packets for a device reach its driver's `rx_*` methods.
+impl<T: Driver> Receiver for Device<T> {
+    /// The device behind a core pointer the caller holds a registration
+    /// reference on, if it is one of `T`'s (not another RXE driver's).
+    unsafe fn from_ib_device<'a>(ib: *mut bindings::ib_device) -> Option<&'a Self> {
+        // SAFETY: A live registered device (the caller's reference).
+        let ours = unsafe { Self::is_ours(ib) };
+        // SAFETY: Ours and registered: data alive while the reference is
+        // held (the type invariant); `'a` is bounded by the caller's use.
+        ours.then(|| unsafe { Self::from_raw(ib) })
+    }
+
+    fn rx_queue(&self) -> Option<&RxQueue> {
+        self.rxq.as_ref()
+    }
+
+    fn accept(&self, pkt: &[u8]) -> bool {
+        T::rx_accept(self, pkt)
+    }
+
+    fn receive(&self, pkt: &[u8]) {
+        T::rx_packet(self, pkt);
+    }
+
+    fn queue_full(&self) {
+        T::rx_queue_full(self);
+    }
+}
+
 /// The `dealloc_driver` op: the last step of a device's life, which drops
 /// the driver data. Its address also identifies `T`'s devices.
 ///
@@ -398,14 +431,11 @@ pub(super) unsafe extern "C" fn enable_driver_callback<T: Driver>(
 /// `ib_dealloc_device`, which calls this once, last.
 pub(super) unsafe extern "C" fn dealloc_driver_callback<T: Driver>(ib: *mut bindings::ib_device) {
     registry_remove(ib);
+    // Unregistered (or never registered): no packet can be queued any
+    // more; the queue's work, which uses the driver data, ends here,
+    // before the data is dropped below.
     // SAFETY: A device of ours (the caller's promise).
-    let rxq = unsafe { (*ib.cast::<Device<T>>()).rxq };
-    if !rxq.is_null() {
-        // SAFETY: Unregistered (or never registered): no packet can be
-        // queued any more; the queue's work, which uses the driver data,
-        // ends before the data is dropped below.
-        unsafe { bindings::rrxe_rxq_destroy(rxq) };
-    }
+    drop(unsafe { (*ib.cast::<Device<T>>()).rxq.take() });
     // SAFETY: Called once, last (the caller's promise); the data was
     // initialised before the ops (and with them this callback) were
     // installed.

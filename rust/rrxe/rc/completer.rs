@@ -9,7 +9,7 @@ use super::{
     timer::{arm, restart, rnr_wait},
     RcPkt, ReqState,
 };
-use crate::ib::{device::Device, qp::QpType, stats::Counter, umem::Fault};
+use crate::ib::{device::Device, qp::QpType, umem::Fault};
 use crate::logic::{
     access,
     acks::Action,
@@ -21,6 +21,7 @@ use crate::logic::{
     uc::Pos,
     wqe::{self, Opcode, Payload},
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::Site,
     device::{Rrxe, RrxeDev},

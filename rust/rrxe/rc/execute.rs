@@ -9,7 +9,7 @@ use super::{
     state::Res,
     RcPkt, RespState,
 };
-use crate::ib::{stats::Counter, umem::Fault};
+use crate::ib::umem::Fault;
 use crate::logic::{
     access,
     cqe::{flags, status, Wc},
@@ -19,6 +19,7 @@ use crate::logic::{
     wqe,
 };
 use crate::rrxe::debug::Site;
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     device::RrxeDev,
     mr::{self, Copy},

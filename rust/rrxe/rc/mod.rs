@@ -63,7 +63,7 @@ pub use responder::responder;
 pub use state::{reset, RcLocks, ReqState, RespState};
 pub(crate) use timer::kick_later;
 
-use crate::ib::{device::Device, stats::Counter};
+use crate::ib::device::Device;
 use crate::logic::{
     cqe::status,
     hdr::{self, Aeth, AtmEth, Headers, Reth},
@@ -71,6 +71,7 @@ use crate::logic::{
     qp::{QpAttrs, QpState},
     rc,
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},

@@ -14,13 +14,14 @@
 
 use super::responder::{ReadResp, Reply};
 use super::{emit, RespState};
-use crate::ib::{device::Device, stats::Counter};
+use crate::ib::device::Device;
 use crate::logic::{
     hdr::{Aeth, Bth, Headers},
     qp::QpAttrs,
     rc::{self, op, Nak, Syndrome},
     uc::{psn_add, Pos},
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     device::Rrxe,
     gso, net,

@@ -9,7 +9,7 @@ use super::{
     timer::{arm, restart, tick},
     ReqState, LOCAL_SEG,
 };
-use crate::ib::{device::Device, stats::Counter};
+use crate::ib::device::Device;
 use crate::logic::{
     cqe::status,
     flights::{FState, Flight},
@@ -21,6 +21,7 @@ use crate::logic::{
     uc::{psn_add, Pos},
     wqe::{self, Opcode, SendWqe, Transport, WrDetail},
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::Site,
     device::{Rrxe, RrxeDev},
@@ -151,7 +152,7 @@ fn drive(dev: &Device<Rrxe>, s: &Arc<QpShared>, time: &mut RunBudget) -> Result 
     drop(buf);
     drop(bufs);
     if receive {
-        crate::ib::net::receive_now();
+        crate::net::tunnel::receive_now();
     }
     arm(s, &mut s.rc.req.lock());
     Ok(())

@@ -11,7 +11,7 @@ use super::{
     state::Res,
     RcPkt, RespState,
 };
-use crate::ib::{device::Device, qp::QpType, stats::Counter};
+use crate::ib::{device::Device, qp::QpType};
 use crate::logic::{
     cqe::Wc,
     qp::QpAttrs,
@@ -19,6 +19,7 @@ use crate::logic::{
     uc::psn_add,
     wqe,
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},

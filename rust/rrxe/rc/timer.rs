@@ -8,13 +8,13 @@ use super::{complete_ready, state::Deadline, ReqState};
 use crate::ib::{
     clock::{self, Mono},
     device::Device,
-    stats::Counter,
 };
 use crate::logic::{
     qp::{QpAttrs, QpState},
     rc::Backoff,
     uc::psn_add,
 };
+use crate::rrxe::stats::Counter;
 use crate::rrxe::{debug::Site, device::Rrxe, qp::QpShared};
 use crate::rrxe_dbg;
 use kernel::{

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Network devices, as far as an RDMA provider needs them.
+//! Network devices, and the netdev notifier.
 
-use super::bindings;
+use crate::bindings;
 use core::ptr::NonNull;
 use kernel::{
     prelude::*,
@@ -30,7 +30,7 @@ unsafe impl Sync for NetDev {}
 unsafe impl AlwaysRefCounted for NetDev {
     fn inc_ref(&self) {
         // SAFETY: `self` is live by the type invariant.
-        unsafe { bindings::rrxe_dev_hold(self.as_raw()) };
+        unsafe { bindings::dev_hold(self.as_raw()) };
     }
 
     /// Drops a reference.
@@ -41,7 +41,7 @@ unsafe impl AlwaysRefCounted for NetDev {
     /// (the trait's contract).
     unsafe fn dec_ref(obj: NonNull<Self>) {
         // SAFETY: The caller owns a reference taken with `inc_ref`.
-        unsafe { bindings::rrxe_dev_put(obj.cast().as_ptr()) };
+        unsafe { bindings::dev_put(obj.cast().as_ptr()) };
     }
 }
 
@@ -72,6 +72,13 @@ impl NetDev {
         self.0.get()
     }
 
+    /// The device (`dev->dev.parent`) the netdev sits on, or null: for an
+    /// RDMA device to name as its own parent.
+    pub(crate) fn parent(&self) -> *mut bindings::device {
+        // SAFETY: Live by the invariant.
+        unsafe { bindings::rrxe_netdev_parent(self.as_raw()) }
+    }
+
     /// The device's MTU.
     pub fn mtu(&self) -> u32 {
         // SAFETY: Live by the invariant.
@@ -91,13 +98,13 @@ impl NetDev {
     pub fn name(&self) -> &CStr {
         // SAFETY: Live by the invariant; the name is NUL-terminated and lives
         // in the device.
-        unsafe { CStr::from_char_ptr(bindings::rrxe_netdev_name(self.as_raw()).cast()) }
+        unsafe { CStr::from_char_ptr(bindings::netdev_name(self.as_raw()).cast()) }
     }
 
     /// Whether this is a VLAN device (rxe refuses those).
     pub fn is_vlan(&self) -> bool {
         // SAFETY: Live by the invariant.
-        unsafe { bindings::rrxe_is_vlan_dev(self.as_raw()) }
+        unsafe { bindings::is_vlan_dev(self.as_raw()) }
     }
 
     /// Whether the interface is administratively up (`IFF_UP`).
@@ -106,15 +113,18 @@ impl NetDev {
         unsafe { bindings::rrxe_netif_is_up(self.as_raw()) }
     }
 
-    /// Whether the interface is running with carrier, as the IB core counts
-    /// a RoCE port active.
+    /// Whether the interface is running with carrier (`netif_running` and
+    /// `netif_carrier_ok`), as the IB core counts a RoCE port active
+    /// (`ib_get_curr_port_state`).
     pub fn port_active(&self) -> bool {
         // SAFETY: Live by the invariant.
-        unsafe { bindings::rrxe_netif_port_active(self.as_raw()) }
+        unsafe {
+            bindings::netif_running(self.as_raw()) && bindings::netif_carrier_ok(self.as_raw())
+        }
     }
 }
 
-/// Netdev notifier events a provider reacts to.
+/// Netdev notifier events a driver reacts to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// The device is going away.
@@ -202,7 +212,7 @@ impl<H: Handler> Notifier<H> {
     ) -> kernel::ffi::c_int {
         // SAFETY: The netdev notifier passes a `netdev_notifier_info` whose
         // device is alive for the duration of the call.
-        let ndev = unsafe { NetDev::from_raw(bindings::rrxe_netdev_notifier_info_to_dev(info)) };
+        let ndev = unsafe { NetDev::from_raw(bindings::netdev_notifier_info_to_dev(info.cast())) };
         H::event(Event::from_raw(event as u64), ndev);
         bindings::NOTIFY_OK as kernel::ffi::c_int
     }

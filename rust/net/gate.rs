@@ -5,7 +5,7 @@
 //! bound and is woken when the stack has freed most of them, as rxe bounds
 //! a QP's `skb_out`. The C side is `rust/bindings/tx_gate.c`.
 
-use super::{bindings, memcg::Charge};
+use crate::bindings;
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     prelude::*,
@@ -52,10 +52,11 @@ unsafe extern "C" fn wake_trampoline<T: GateOwner>(owner: *const core::ffi::c_vo
 
 impl<T: GateOwner> TxGate<T> {
     /// A gate without an owner (it creates a kernel socket; may sleep),
-    /// charged as `charge` says.
-    pub fn new(charge: &Charge) -> Result<Self> {
+    /// charged to the current memory cgroup (`__GFP_ACCOUNT`) when
+    /// `account`.
+    pub fn new(account: bool) -> Result<Self> {
         // SAFETY: No preconditions; null on failure.
-        let ptr = unsafe { bindings::rrxe_gate_create(charge.accounts()) };
+        let ptr = unsafe { bindings::rrxe_gate_create(account) };
         // INVARIANT: A fresh gate, without an owner.
         NonNull::new(ptr)
             .map(|ptr| Self {
@@ -108,8 +109,8 @@ impl<T: GateOwner> TxGate<T> {
         unsafe { bindings::rrxe_gate_out(self.ptr.as_ptr()) }
     }
 
-    /// The C gate, for [`crate::ib::net::TxPacket::send_gated`].
-    pub(crate) fn as_raw(&self) -> *mut bindings::rrxe_gate {
+    /// The C gate, for [`super::skb::TxPacket::send_gated`].
+    pub(super) fn as_raw(&self) -> *mut bindings::rrxe_gate {
         self.ptr.as_ptr()
     }
 }

@@ -3,7 +3,7 @@
 //! The kernel's CRC-32 (`lib/crc`), which uses the CPU's carry-less
 //! multiply where it has one (PCLMULQDQ on x86).
 
-use super::bindings;
+use crate::bindings;
 use crate::logic::icrc::Backend;
 
 /// The running CRC-32 `crc` after `data`: the reflected Ethernet CRC,
