@@ -301,9 +301,9 @@ fn checked<'a>(dev: &Device<Rrxe>, pkt: &'a [u8], verify_icrc: bool) -> Result<R
 /// Counts a packet [`checked`] refused, and prints its debug line (the
 /// source parsed again only then: a flood of bad packets pays the count
 /// alone).
-fn refused(dev: &Device<Rrxe>, pkt: &[u8], (c, site): Refusal) {
+fn refused(dev: &Device<Rrxe>, pkt: &[u8], (counter, site): Refusal) {
     let d = dev.data();
-    d.count(c, 1);
+    d.count(counter, 1);
     if site.on() {
         let src = pkt::parse(pkt).map(|ip| ip.sgid).unwrap_or([0; 16]);
         debug::print(
