@@ -9,21 +9,20 @@
 //! and the caller learns it (`Err`); a packet lost on the way out (no
 //! route, no memory) is counted and dropped, as the wire would drop it.
 
-use crate::ib::{device::Device, gate::TxGate, net::RouteCache, stats::Counter, umem::Fault};
+use crate::ib::{device::Device, stats::Counter, umem::Fault};
 use crate::logic::{
     access,
     hdr::{Headers, MAX_HDRS},
-    pkt::IpOut,
     wqe::Payload,
 };
+use crate::rrxe::pd::PdId;
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     gso,
     mr::{self, Copy},
-    net,
+    net::{self, Egress},
     sge::Gather,
 };
-use crate::rrxe::{pd::PdId, qp::QpShared};
 use kernel::prelude::*;
 
 /// Where a packet's payload comes from.
@@ -120,45 +119,38 @@ impl Packet {
     }
 }
 
-/// Sends one packet on the wire: `hdrs`, then `len` payload bytes that
-/// `fill` writes (through a connected QP's `route` cache, and counted by
-/// its `gate` when it has one). `Err` when the packet could not be sent.
+/// Sends one packet on the wire, to `egress`: `hdrs`, then `len` payload
+/// bytes that `fill` writes. `Err` when the packet could not be sent.
 pub(crate) fn xmit(
-    dev: &Device<Rrxe>,
-    out: &IpOut,
-    route: Option<&RouteCache>,
-    gate: Option<&TxGate<QpShared>>,
+    egress: &Egress<'_>,
     hdrs: &Headers,
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
     let mut h = [0u8; MAX_HDRS];
     let n = hdrs.write(&mut h);
-    net::xmit(dev, out, route, gate, &h[..n], len, fill)
+    net::xmit(egress, &h[..n], len, fill)
 }
 
-/// Sends one packet of a connected QP on the wire. `Err` when `fill` could
-/// not gather the payload (nothing was sent), or `EMSGSIZE` when the packet
-/// is bigger than the route carries (a path MTU above the netdev's, which
-/// `modify_qp` accepts as rxe does): sending it again cannot help, and the
-/// WQE fails, as rxe fails a WQE whose packet it could not send (with
-/// `LOC_QP_OP_ERR`, which its error flush reports as `WR_FLUSH_ERR`). Any
-/// other packet lost on the way out is counted: RC's retransmit timer
-/// recovers it, UC does not retry.
+/// Sends one packet of a connected QP on the wire (as [`xmit`]). `Err`
+/// when `fill` could not gather the payload (nothing was sent), or
+/// `EMSGSIZE` when the packet is bigger than the route carries (a path MTU
+/// above the netdev's, which `modify_qp` accepts as rxe does): sending it
+/// again cannot help, and the WQE fails, as rxe fails a WQE whose packet it
+/// could not send (with `LOC_QP_OP_ERR`, which its error flush reports as
+/// `WR_FLUSH_ERR`). Any other packet lost on the way out is counted: RC's
+/// retransmit timer recovers it, UC does not retry.
 pub(crate) fn send(
-    dev: &Device<Rrxe>,
-    out: &IpOut,
-    route: Option<&RouteCache>,
-    gate: Option<&TxGate<QpShared>>,
+    egress: &Egress<'_>,
     hdrs: &Headers,
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
     let mut gather_err = false;
-    let r = xmit(dev, out, route, gate, hdrs, len, |b| {
+    let r = xmit(egress, hdrs, len, |b| {
         fill(b).inspect_err(|_| gather_err = true)
     });
-    outcome(dev, r, gather_err)
+    outcome(egress.dev, r, gather_err)
 }
 
 /// Sends `segments` packets of a connected QP on the wire as one burst
@@ -167,19 +159,16 @@ pub(crate) fn send(
 /// [`send`]'s, for the whole burst (a payload that cannot be gathered
 /// sends none of it).
 pub(crate) fn send_burst(
-    dev: &Device<Rrxe>,
-    out: &IpOut,
-    route: Option<&RouteCache>,
-    gate: Option<&TxGate<QpShared>>,
+    egress: &Egress<'_>,
     segments: usize,
     packet: impl Fn(usize) -> (Headers, usize),
     mut fill: impl FnMut(usize, &mut [u8]) -> Result,
 ) -> Result {
     let mut gather_err = false;
-    let r = gso::xmit(dev, out, route, gate, segments, packet, |k, b| {
+    let r = gso::xmit(egress, segments, packet, |k, b| {
         fill(k, b).inspect_err(|_| gather_err = true)
     });
-    outcome(dev, r, gather_err)
+    outcome(egress.dev, r, gather_err)
 }
 
 /// What [`send`] returns for `result`, the result of sending (`gather_err`: the

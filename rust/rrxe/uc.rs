@@ -27,7 +27,7 @@ use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
-    net::{self, Gid, RxPkt},
+    net::{self, Egress, Gid, RxPkt},
     qp::{overflow_to_err, QpShared},
     sge::{scatter_at, Gather},
     sq::take_send,
@@ -166,6 +166,12 @@ fn send_packets(
     let n = uc::packets(msg.len, mtu as u32);
     let local = dev.has_gid(1, &attrs.av.dgid);
     let out = net::connected_out(attrs, qp.qpn);
+    let egress = Egress {
+        dev,
+        out: &out,
+        route: qp.route.as_ref(),
+        gate: None,
+    };
     let mut buf = KVec::new();
     if local
         && buf
@@ -220,7 +226,7 @@ fn send_packets(
                 }
             })
         } else {
-            tx::send(dev, &out, qp.route.as_ref(), None, &h, plen, fill)
+            tx::send(&egress, &h, plen, fill)
         };
         if let Err(e) = r {
             st = tx::fail_status(e);

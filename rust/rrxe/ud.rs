@@ -26,7 +26,7 @@ use crate::logic::{
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
-    net::{self, Gid, RxPkt},
+    net::{self, Egress, Gid, RxPkt},
     qp::{overflow_to_err, QpShared},
     sge::{scatter_at, Gather},
     sq::take_send,
@@ -222,7 +222,13 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
         flow_label: dg.flow_label,
         sport: pkt::udp_sport(dg.flow_label, dg.sqpn, dqpn),
     };
-    tx::xmit(dev, &out, None, None, &h, dg.payload.len(), |b| {
+    let egress = Egress {
+        dev,
+        out: &out,
+        route: None,
+        gate: None,
+    };
+    tx::xmit(&egress, &h, dg.payload.len(), |b| {
         b.copy_from_slice(dg.payload);
         Ok(())
     })

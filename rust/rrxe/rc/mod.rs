@@ -74,7 +74,7 @@ use crate::logic::{
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
-    net::{self, Gid, RxPkt},
+    net::{self, Egress, Gid, RxPkt},
     qp::{self, QpInner, QpShared},
     tx::{self, Packet},
 };
@@ -170,15 +170,13 @@ fn emit(
     let d = dev.data();
     let fill = |b: &mut [u8]| tx.fill(d, qp.pd, qp.qpn, slot, b);
     if !dev.has_gid(1, &attrs.av.dgid) {
-        return tx::send(
+        let egress = Egress {
             dev,
-            &net::connected_out(attrs, qp.qpn),
-            qp.route.as_ref(),
-            qp.gate.as_ref(),
-            &tx.hdrs,
-            tx.len,
-            fill,
-        );
+            out: &net::connected_out(attrs, qp.qpn),
+            route: qp.route.as_ref(),
+            gate: qp.gate.as_ref(),
+        };
+        return tx::send(&egress, &tx.hdrs, tx.len, fill);
     }
     if buf.len() < tx.len {
         qp.charge

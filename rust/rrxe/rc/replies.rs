@@ -23,7 +23,8 @@ use crate::logic::{
 };
 use crate::rrxe::{
     device::Rrxe,
-    gso, net,
+    gso,
+    net::{self, Egress},
     qp::QpShared,
     tx::{self, Packet, Src},
 };
@@ -283,11 +284,14 @@ pub(super) fn pump(dev: &Device<Rrxe>, qp: &Arc<QpShared>, budget: u32) -> bool 
             Out::Burst(r, n) => {
                 left = left.saturating_sub(n);
                 let d = dev.data();
-                let res = tx::send_burst(
+                let egress = Egress {
                     dev,
-                    &out,
-                    qp.route.as_ref(),
-                    qp.gate.as_ref(),
+                    out: &out,
+                    route: qp.route.as_ref(),
+                    gate: qp.gate.as_ref(),
+                };
+                let res = tx::send_burst(
+                    &egress,
                     n as usize,
                     |k| {
                         let p = burst_pkt(&a, &r, k);

@@ -24,7 +24,8 @@ use crate::logic::{
 use crate::rrxe::{
     debug::Site,
     device::{Rrxe, RrxeDev},
-    gso, mr, mw, net,
+    gso, mr, mw,
+    net::{self, Egress},
     qp::{QpInner, QpShared},
     sq::{size_slot, take_send, RunBudget},
     tx::{self, Packet, Src},
@@ -203,11 +204,14 @@ fn burst(
         return Ok(());
     }
     let d = dev.data();
-    tx::send_burst(
+    let egress = Egress {
         dev,
-        &out,
-        qp.route.as_ref(),
-        qp.gate.as_ref(),
+        out: &out,
+        route: qp.route.as_ref(),
+        gate: qp.gate.as_ref(),
+    };
+    tx::send_burst(
+        &egress,
         burst.packets,
         |k| {
             let p = burst.packet(attrs, k);
