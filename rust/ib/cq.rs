@@ -49,8 +49,8 @@ pub trait CqOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// How many completions a kernel CQ holds, up to `n`.
-    fn peek_cq(_cq: &Cq<T>, _n: u32) -> u32 {
+    /// How many completions a kernel CQ holds, up to `wc_cnt`.
+    fn peek_cq(_cq: &Cq<T>, _wc_cnt: u32) -> u32 {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 

@@ -61,9 +61,9 @@ pub trait MrOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// The mapping ended with `n` scatterlist entries mapped; the core set
-    /// the MR's address range to `(iova, length)`.
-    fn map_mr_sg_done(_mr: &Mr<T>, _n: u32, _iova: u64, _length: u64) {
+    /// The mapping ended with `mapped` scatterlist entries mapped; the core
+    /// set the MR's address range to `(iova, length)`.
+    fn map_mr_sg_done(_mr: &Mr<T>, _mapped: u32, _iova: u64, _length: u64) {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 

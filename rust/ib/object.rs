@@ -96,7 +96,8 @@ core_object!(
     Ah, bindings::ib_ah, Ah
 );
 core_object!(
-    /// A queue pair.
+    /// A queue pair: the core's `struct ib_qp`, the driver's `T::Qp` after
+    /// it (rrxe's QP types are described at `rrxe::qp::QpShared`).
     Qp, bindings::ib_qp, Qp
 );
 core_object!(

@@ -130,7 +130,8 @@ pub struct QpCap {
     pub max_inline_data: u32,
 }
 
-/// The modifiable attributes of a QP.
+/// The modifiable attributes of a QP (in rrxe, a value in its `QpInner`:
+/// see `rrxe::qp::QpShared`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpAttrs {
     /// State.

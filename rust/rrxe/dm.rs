@@ -14,7 +14,7 @@ use crate::ib::{
     mmap::UserMmapEntry,
     object::{Pd, Ucontext},
 };
-use crate::logic::{access, bounds::Range, dm as rules};
+use crate::logic::{access, bounds::Range, dm};
 use crate::rrxe::{
     device::Rrxe,
     mr::{self, MrMem, RrxeMr},
@@ -77,15 +77,14 @@ impl DmOps<Rrxe> for RrxeDm {
     fn alloc_dm(uc: &Ucontext<Rrxe>, req: DmRequest) -> Result<(RrxeDm, u64)> {
         let dev = uc.device().data();
         let max = dev.max_dm_size();
-        let charged = rules::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(
-            |e| match e {
-                rules::DmError::Off => EOPNOTSUPP,
-                rules::DmError::Invalid => EINVAL,
-            },
-        )?;
+        let charged =
+            dm::charge(req.length, req.log_align, max, PAGE_SHIFT as u32).map_err(|e| match e {
+                dm::DmError::Off => EOPNOTSUPP,
+                dm::DmError::Invalid => EINVAL,
+            })?;
         dev.dm_used()
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-                rules::reserve(used, charged, max)
+                dm::reserve(used, charged, max)
             })
             .map_err(|_| ENOMEM)?;
         // CAST: `charged <= max <= MAX_DM_SIZE`, which fits in `usize`.

@@ -17,19 +17,14 @@
 //! the stack could also split by size alone. IPv4 only; IPv6 packets go
 //! one by one.
 
-use crate::ib::device::Device;
 use crate::logic::{
     hdr::{Headers, ICRC_SIZE, MAX_HDRS},
     icrc::{IPV4_HDR, UDP_HDR},
-    pkt::{self, IpOut},
+    pkt,
 };
-use crate::net::{
-    gate::TxGate,
-    route::RouteCache,
-    skb::{TxBurst, TxPacket},
-};
+use crate::net::skb::{TxBurst, TxPacket};
+use crate::rrxe::net::{self, Egress};
 use crate::rrxe::stats::Counter;
-use crate::rrxe::{device::Rrxe, net, qp::QpShared};
 use kernel::prelude::*;
 
 /// The most UDP payload bytes a burst carries: its UDP and IPv4 lengths
@@ -62,20 +57,23 @@ fn build(
     Ok(())
 }
 
-/// Sends `segments` packets (2 or more) as one burst: packet `k` has the
-/// headers and payload length `packet(k)` gives, and `fill(k, ..)` writes
-/// its payload.
+/// Sends `segments` packets (2 or more) to `egress` as one burst: packet
+/// `k` has the headers and payload length `packet(k)` gives, and
+/// `fill(k, ..)` writes its payload.
 /// `EINVAL` if they do not make a burst (see `pkt::gso_fits`, [`MAX_BYTES`]);
 /// otherwise as [`net::xmit`].
 pub fn xmit(
-    dev: &Device<Rrxe>,
-    out: &IpOut,
-    route: Option<&RouteCache>,
-    gate: Option<&TxGate<QpShared>>,
+    egress: &Egress<'_>,
     segments: usize,
     packet: impl Fn(usize) -> (Headers, usize),
     mut fill: impl FnMut(usize, &mut [u8]) -> Result,
 ) -> Result {
+    let Egress {
+        dev,
+        out,
+        route,
+        gate,
+    } = *egress;
     let segs = u16::try_from(segments).map_err(|_| EINVAL)?;
     let (h0, l0) = packet(0);
     let seg = h0.udp_len(l0);

@@ -298,7 +298,7 @@ impl MrOps<Rrxe> for Arc<RrxeMr> {
     }
 
     /// The mapping is complete; the core computed its range.
-    fn map_mr_sg_done(mr: &Mr<Rrxe>, _n: u32, iova: u64, length: u64) {
+    fn map_mr_sg_done(mr: &Mr<Rrxe>, _mapped: u32, iova: u64, length: u64) {
         if let Ok(f) = fast_pages(mr) {
             let mut g = f.lock();
             g.iova = iova;

@@ -163,19 +163,35 @@ pub fn connected_out(attrs: &QpAttrs, qpn: u32) -> IpOut {
     }
 }
 
-/// Sends one packet: `hdrs` (the BTH and its extension headers) and
-/// `payload_len` bytes that `fill` writes, padded to four bytes, with the
-/// ICRC. The BTH's pad count is set here. A connected QP passes its
-/// `route` cache, and a QP whose packets the stack counts its `gate`.
+/// Where a QP's packets go and how they leave, as every send to the wire
+/// (one packet, or a burst) takes it.
+#[derive(Clone, Copy)]
+pub struct Egress<'a> {
+    /// The device that sends them.
+    pub dev: &'a Device<Rrxe>,
+    /// Their IP and UDP fields.
+    pub out: &'a IpOut,
+    /// A connected QP's route cache, kept between its packets.
+    pub route: Option<&'a RouteCache>,
+    /// The gate that counts the QP's packets the stack holds (RC).
+    pub gate: Option<&'a TxGate<QpShared>>,
+}
+
+/// Sends one packet to `egress`: `hdrs` (the BTH and its extension
+/// headers) and `payload_len` bytes that `fill` writes, padded to four
+/// bytes, with the ICRC. The BTH's pad count is set here.
 pub fn xmit(
-    dev: &Device<Rrxe>,
-    out: &IpOut,
-    route: Option<&RouteCache>,
-    gate: Option<&TxGate<QpShared>>,
+    egress: &Egress<'_>,
     hdrs: &[u8],
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
+    let Egress {
+        dev,
+        out,
+        route,
+        gate,
+    } = *egress;
     let ndev = dev.netdev(1).ok_or(ENODEV)?;
     let pad = (4 - payload_len % 4) % 4;
     let udp_payload = hdrs.len() + payload_len + pad + hdr::ICRC_SIZE;
@@ -297,9 +313,9 @@ fn checked<'a>(dev: &Device<Rrxe>, pkt: &'a [u8], verify_icrc: bool) -> Result<R
 /// Counts a packet [`checked`] refused, and prints its debug line (the
 /// source parsed again only then: a flood of bad packets pays the count
 /// alone).
-fn refused(dev: &Device<Rrxe>, pkt: &[u8], (c, site): Refusal) {
+fn refused(dev: &Device<Rrxe>, pkt: &[u8], (counter, site): Refusal) {
     let d = dev.data();
-    d.count(c, 1);
+    d.count(counter, 1);
     if site.on() {
         let src = pkt::parse(pkt).map(|ip| ip.sgid).unwrap_or([0; 16]);
         debug::print(

@@ -69,7 +69,7 @@ pub(crate) struct CreateQpResp {
 // `struct rxe_create_qp_resp` in `rust/bindings/rxe_abi.rs`).
 unsafe impl AsBytes for CreateQpResp {}
 
-/// A QP's mutable state.
+/// A QP's mutable state, under [`QpShared`]'s `inner` (see there).
 pub struct QpInner {
     /// The attributes `modify_qp` set.
     pub attrs: QpAttrs,
@@ -81,8 +81,21 @@ pub struct QpInner {
     pub ud_spare: KVec<u8>,
 }
 
-/// A QP as the device's QP table holds it (the receive path will find QPs
-/// by number here).
+/// A QP as the device's QP table holds it (the receive path finds QPs by
+/// number there). One QP is five types:
+/// - `Qp<Rrxe>`: the core's `struct ib_qp`, with [`RrxeQp`] after it, from
+///   `create_qp` to `destroy_qp`; no lock of rrxe's covers it.
+/// - [`RrxeQp`]: an `Arc` of the `QpShared`, as the QP table, a local
+///   peer's sender, the send task, the timer and the gate hold one: those
+///   may outlive the core's object.
+/// - `QpShared`: what is fixed at creation, read without a lock, atomic
+///   flags, and the transports' state under their own mutexes
+///   (`send_lock`, the packet buffers, `rc`'s two, `uc_rx`).
+/// - [`QpInner`]: the rings and the attributes, under `inner`, an IRQ-safe
+///   spinlock, so taken after any of those mutexes.
+/// - `QpAttrs` (`logic::qp`): the attributes `modify_qp` sets, a value in
+///   [`QpInner`]; the transports copy it out under `inner` and work on the
+///   copy.
 #[pin_data]
 pub struct QpShared {
     /// The QP number.
@@ -318,7 +331,8 @@ impl QpShared {
     }
 }
 
-/// A QP as the core holds it: leaves the QP table when destroyed.
+/// A QP as the core holds it (after its `struct ib_qp`): leaves the QP
+/// table when destroyed. See [`QpShared`].
 pub struct RrxeQp {
     /// The QP.
     pub shared: Arc<QpShared>,

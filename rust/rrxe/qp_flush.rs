@@ -101,7 +101,7 @@ pub(crate) fn flush_rest(qp: &QpShared) {
 /// its kept WQE and its message in progress, as a move to ERR by
 /// `modify_qp` does. Nothing for a QP another thread has moved out of the
 /// receiving states meanwhile. The caller does not hold the QP's lock.
-pub(crate) fn overflow_to_err(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx) {
+pub(crate) fn overflow_to_err(dev: &RrxeDev, qp: &QpShared, rx: &mut UcRx) {
     let mut g = qp.inner.lock();
     if !matches!(
         g.attrs.state,
@@ -114,7 +114,7 @@ pub(crate) fn overflow_to_err(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx) {
     flush(qp, &mut g);
     drop(g);
     rrxe_dbg!(
-        d,
+        dev,
         Site::QpState,
         "qp {:#x}: {was:?} -> Err (receive CQ full)",
         qp.qpn

@@ -34,18 +34,18 @@ impl<'a> Gather<'a> {
         }
     }
 
-    /// Moves `n` bytes ahead without reading them.
-    pub(crate) fn skip(&mut self, n: u64) -> Result {
+    /// Moves `bytes` ahead without reading them.
+    pub(crate) fn skip(&mut self, bytes: u64) -> Result {
         match self.payload {
             Payload::Inline { len } => {
-                let end = (self.inline_off as u64).checked_add(n).ok_or(EINVAL)?;
+                let end = (self.inline_off as u64).checked_add(bytes).ok_or(EINVAL)?;
                 if end > u64::from(len) {
                     return Err(EINVAL);
                 }
                 self.inline_off = end as usize;
             }
             Payload::Sges { n: count, .. } => {
-                let mut left = n;
+                let mut left = bytes;
                 while left > 0 {
                     if self.sge >= count {
                         return Err(EINVAL);
@@ -69,7 +69,7 @@ impl<'a> Gather<'a> {
     /// Fills `out` with the next bytes, through the lkeys of `pd`. `fault`
     /// says whether on-demand memory may wait for its pages (`EAGAIN` if
     /// not).
-    pub(crate) fn read(&mut self, d: &RrxeDev, pd: PdId, out: &mut [u8], fault: Fault) -> Result {
+    pub(crate) fn read(&mut self, dev: &RrxeDev, pd: PdId, out: &mut [u8], fault: Fault) -> Result {
         match self.payload {
             Payload::Inline { len } => {
                 let end = self.inline_off.checked_add(out.len()).ok_or(EINVAL)?;
@@ -98,7 +98,7 @@ impl<'a> Gather<'a> {
                     }
                     let k = left.min((out.len() - done) as u64) as usize;
                     let at = sge.addr.checked_add(self.off).ok_or(EINVAL)?;
-                    let m = mr::lookup_mr(d, sge.lkey, pd, 0, at, k as u64)?;
+                    let m = mr::lookup_mr(dev, sge.lkey, pd, 0, at, k as u64)?;
                     m.read(at, &mut out[done..done + k], fault)?;
                     done += k;
                     self.off += k as u64;
@@ -113,7 +113,7 @@ impl<'a> Gather<'a> {
 /// be gathered without waiting for a page fault: `EAGAIN` if on-demand
 /// memory it names is not resident and its fault would wait (the fault is
 /// started). Keys that do not resolve are left for the send to report.
-pub(crate) fn resident(d: &RrxeDev, pd: PdId, slot: &[u8], payload: Payload) -> Result {
+pub(crate) fn resident(dev: &RrxeDev, pd: PdId, slot: &[u8], payload: Payload) -> Result {
     let Payload::Sges { n, .. } = payload else {
         return Ok(());
     };
@@ -125,7 +125,7 @@ pub(crate) fn resident(d: &RrxeDev, pd: PdId, slot: &[u8], payload: Payload) -> 
         if len == 0 {
             continue;
         }
-        if let Ok(m) = mr::lookup_mr(d, sge.lkey, pd, 0, sge.addr, len) {
+        if let Ok(m) = mr::lookup_mr(dev, sge.lkey, pd, 0, sge.addr, len) {
             let r = m.resident(sge.addr, len);
             if r == Err(EAGAIN) {
                 return r;
@@ -138,35 +138,35 @@ pub(crate) fn resident(d: &RrxeDev, pd: PdId, slot: &[u8], payload: Payload) -> 
 /// Writes `data` into a receive WQE's SGEs starting `offset` bytes in
 /// (`fault`: see [`scatter_sges`]).
 pub(crate) fn scatter_at(
-    d: &RrxeDev,
+    dev: &RrxeDev,
     pd: PdId,
     slot: &[u8],
-    n: u32,
+    num_sge: u32,
     offset: u64,
     data: &[u8],
     fault: Fault,
 ) -> Result {
-    scatter_sges(d, pd, slot, wqe::RECV_HDR, n, offset, data, fault)
+    scatter_sges(dev, pd, slot, wqe::RECV_HDR, num_sge, offset, data, fault)
 }
 
-/// Writes `data` into the `n` SGEs at `base` in a WQE (a receive WQE's, or
-/// an RDMA READ's), starting `offset` bytes in; each SGE's lkey must allow
-/// local write. `fault` says whether on-demand memory may wait for its
-/// pages (`EAGAIN` if not; some of `data` may have been written).
+/// Writes `data` into the `num_sge` SGEs at `base` in a WQE (a receive
+/// WQE's, or an RDMA READ's), starting `offset` bytes in; each SGE's lkey
+/// must allow local write. `fault` says whether on-demand memory may wait
+/// for its pages (`EAGAIN` if not; some of `data` may have been written).
 #[expect(clippy::too_many_arguments)]
 pub(crate) fn scatter_sges(
-    d: &RrxeDev,
+    dev: &RrxeDev,
     pd: PdId,
     slot: &[u8],
     base: usize,
-    n: u32,
+    num_sge: u32,
     offset: u64,
     data: &[u8],
     fault: Fault,
 ) -> Result {
     let mut skip = offset;
     let mut done = 0usize;
-    for i in 0..n {
+    for i in 0..num_sge {
         if done == data.len() {
             break;
         }
@@ -178,7 +178,7 @@ pub(crate) fn scatter_sges(
         }
         let k = (l - skip).min((data.len() - done) as u64) as usize;
         let at = sge.addr.checked_add(skip).ok_or(EINVAL)?;
-        let m = mr::lookup_mr(d, sge.lkey, pd, access::LOCAL_WRITE, at, k as u64)?;
+        let m = mr::lookup_mr(dev, sge.lkey, pd, access::LOCAL_WRITE, at, k as u64)?;
         m.write(at, &data[done..done + k], fault)?;
         done += k;
         skip = 0;

@@ -19,7 +19,7 @@ use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::Site,
     device::Rrxe,
-    qp::{self as qpm, QpShared},
+    qp::{self, QpShared},
     rc, sge, uc, ud,
 };
 use crate::rrxe_dbg;
@@ -82,36 +82,36 @@ impl RunBudget {
 /// packets bring to an idle device of this kernel is received here, after
 /// it (and the replies to that too): a WRITE to another namespace and its
 /// ACK take no context switch.
-pub fn post_send_user(q: &Qp<Rrxe>) -> Result {
+pub fn post_send_user(ibqp: &Qp<Rrxe>) -> Result {
     let _in_place = crate::net::tunnel::ReceiveInPlace::begin();
-    process_sq(q.device(), &q.data().shared, Runner::Doorbell)
+    process_sq(ibqp.device(), &ibqp.data().shared, Runner::Doorbell)
 }
 
 /// Works through a QP's send queue (the user doorbell, and the QP's send
 /// task) for at most one [`RunBudget`], then leaves the rest to the send
 /// task. RC QPs have their own engine (`rc`).
-pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Result {
+pub fn process_sq(dev: &Device<Rrxe>, qp: &Arc<QpShared>, runner: Runner) -> Result {
     {
-        let mut g = s.inner.lock();
+        let mut g = qp.inner.lock();
         match g.attrs.state {
             QpState::Rts => {}
             QpState::Err => {
-                qpm::flush(s, &mut g);
+                qp::flush(qp, &mut g);
                 drop(g);
-                qpm::flush_rest(s);
+                qp::flush_rest(qp);
                 return Ok(());
             }
             _ => return Err(EINVAL),
         }
     }
-    let ty = s.ty;
+    let ty = qp.ty;
     let mut budget = RunBudget::begin();
     if ty == QpType::Rc {
-        return rc::run(dev, s, &mut budget);
+        return rc::run(dev, qp, &mut budget);
     }
     // One doorbell at a time works through a QP's send queue.
-    let mut bufs = s.send_lock.lock();
-    if s.is_dead() {
+    let mut bufs = qp.send_lock.lock();
+    if qp.is_dead() {
         return Ok(());
     }
     let SendBufs {
@@ -119,40 +119,40 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Resu
         payload,
         fault_wait_us,
     } = &mut *bufs;
-    let geo = s.inner.lock().sq.geometry();
-    size_slot(s, slot, geo.elem_size())?;
+    let geo = qp.inner.lock().sq.geometry();
+    size_slot(qp, slot, geo.elem_size())?;
     // At most one ring's worth per doorbell: every WQE posted before it is
     // within that many, and a process that keeps moving its producer index
     // cannot keep the kernel here. Later WQEs have their own doorbell.
     for _ in 0..geo.slots() {
         crate::ib::cond_resched();
         if budget.spent() {
-            s.kick();
+            qp.kick();
             break;
         }
         let (attrs, signaled, cons) = {
-            let g = s.inner.lock();
+            let g = qp.inner.lock();
             if g.attrs.state != QpState::Rts || !g.sq.peek(0, slot) {
                 break;
             }
-            if runner == Runner::Doorbell && ty == QpType::Uc && long_uc(s, slot) {
+            if runner == Runner::Doorbell && ty == QpType::Uc && long_uc(qp, slot) {
                 drop(g);
-                s.kick();
+                qp.kick();
                 break;
             }
-            (g.attrs, s.sig_all, g.sq.consumer())
+            (g.attrs, qp.sig_all, g.sq.consumer())
         };
         // Neither a doorbell nor the send task waits for a page fault: one
         // on a stalled file system may never end, and would keep the
         // process in the kernel, or hold the task that the destruction of
         // every QP waits for. The WQE stays in the ring until its memory is
         // in (see [`not_resident`]).
-        if resident(dev, s, slot, ty) == Err(EAGAIN) {
-            not_resident(dev, s, fault_wait_us);
+        if resident(dev, qp, slot, ty) == Err(EAGAIN) {
+            not_resident(dev, qp, fault_wait_us);
             break;
         }
         {
-            let mut g = s.inner.lock();
+            let mut g = qp.inner.lock();
             // Flushed meanwhile (the QP moved to ERR): done with.
             if g.sq.consumer() != cons || !g.sq.consume() {
                 break;
@@ -160,22 +160,22 @@ pub fn process_sq(dev: &Device<Rrxe>, s: &Arc<QpShared>, runner: Runner) -> Resu
         }
         *fault_wait_us = FAULT_WAIT_FIRST_US;
         let (wc, sig) = if ty != QpType::Uc {
-            ud::send_one(dev, s, slot, payload, attrs.qkey)
+            ud::send_one(dev, qp, slot, payload, attrs.qkey)
         } else {
-            uc::send_one(dev, s, slot, &attrs)
+            uc::send_one(dev, qp, slot, &attrs)
         };
         dev.data().count_send_done(&wc);
         if sig || signaled || wc.status != status::SUCCESS {
-            s.send_wc(&wc);
+            qp.send_wc(&wc);
         }
         if wc.status != status::SUCCESS {
             // A failed WQE puts the QP in the error state and flushes the
             // rest, as rxe does.
-            let mut g = s.inner.lock();
+            let mut g = qp.inner.lock();
             g.attrs.state = QpState::Err;
-            qpm::flush(s, &mut g);
+            qp::flush(qp, &mut g);
             drop(g);
-            qpm::flush_rest(s);
+            qp::flush_rest(qp);
             break;
         }
     }
@@ -191,43 +191,43 @@ const FAULT_WAIT_MAX_US: u32 = 256_000;
 /// (see [`sge::resident`]). Its pages could still go before the gather,
 /// which does not wait either: the WQE then fails (`LOC_PROT_ERR`), as a
 /// race its owner's memory pressure or its own unmapping loses.
-fn resident(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], ty: QpType) -> Result {
+fn resident(dev: &Device<Rrxe>, qp: &QpShared, slot: &[u8], ty: QpType) -> Result {
     let t = if ty == QpType::Uc {
         Transport::Uc
     } else {
         Transport::Ud
     };
-    match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
-        Ok(w) => sge::resident(dev.data(), s.pd, slot, w.payload),
+    match wqe::parse_send(slot, t, qp.cap.max_send_sge, qp.cap.max_inline_data) {
+        Ok(w) => sge::resident(dev.data(), qp.pd, slot, w.payload),
         // The send reports it.
         Err(_) => Ok(()),
     }
 }
 
-/// The WQE at the head of `s`'s send queue names on-demand memory that
+/// The WQE at the head of `qp`'s send queue names on-demand memory that
 /// is not resident (its fault was started): the send task tries again
 /// after `wait` microseconds, which doubles for the next time.
-fn not_resident(dev: &Device<Rrxe>, s: &Arc<QpShared>, wait: &mut u32) {
+fn not_resident(dev: &Device<Rrxe>, qp: &Arc<QpShared>, wait: &mut u32) {
     let d = dev.data();
     d.count(Counter::OdpFaultDeferred, 1);
     rrxe_dbg!(
         d,
         Site::OdpFault,
         "qp {:#x}: payload memory not resident, sending in {} us",
-        s.qpn,
+        qp.qpn,
         *wait
     );
-    rc::kick_later(s, *wait);
+    rc::kick_later(qp, *wait);
     *wait = wait.saturating_mul(2).min(FAULT_WAIT_MAX_US);
 }
 
 /// Whether the UC WQE in `slot` carries more than [`DOORBELL_MSG_BYTES`].
-fn long_uc(s: &QpShared, slot: &[u8]) -> bool {
+fn long_uc(qp: &QpShared, slot: &[u8]) -> bool {
     wqe::parse_send(
         slot,
         Transport::Uc,
-        s.cap.max_send_sge,
-        s.cap.max_inline_data,
+        qp.cap.max_send_sge,
+        qp.cap.max_inline_data,
     )
     .is_ok_and(|w| w.payload.bytes() > DOORBELL_MSG_BYTES)
 }
@@ -254,28 +254,32 @@ impl Default for SendBufs {
     }
 }
 
-/// Makes `slot`, a buffer under `s`'s `send_lock`, `n` bytes long:
-/// allocated at the first doorbell (charged to `s`'s owner), then reused.
-pub(crate) fn size_slot(s: &QpShared, slot: &mut KVec<u8>, n: usize) -> Result {
-    if slot.len() != n {
+/// Makes `slot`, a buffer under `qp`'s `send_lock`, `len` bytes long:
+/// allocated at the first doorbell (charged to `qp`'s owner), then reused.
+pub(crate) fn size_slot(qp: &QpShared, slot: &mut KVec<u8>, len: usize) -> Result {
+    if slot.len() != len {
         slot.clear();
-        s.charge.run(n, |gfp| Ok(slot.resize(n, 0u8, gfp)?))?;
+        qp.charge.run(len, |gfp| Ok(slot.resize(len, 0u8, gfp)?))?;
     }
     Ok(())
 }
 
-/// Validates a send WQE copied out of `s`'s send queue: the WQE with its
+/// Validates a send WQE copied out of `qp`'s send queue: the WQE with its
 /// completion so far (id, QP, opcode), or the error completion to post.
-pub(crate) fn take_send(s: &QpShared, slot: &[u8], t: Transport) -> Result<(wqe::SendWqe, Wc), Wc> {
+pub(crate) fn take_send(
+    qp: &QpShared,
+    slot: &[u8],
+    transport: Transport,
+) -> Result<(wqe::SendWqe, Wc), Wc> {
     let mut wc = Wc {
         wr_id: wqe::wr_id(slot).unwrap_or(0),
-        qp_num: s.qpn,
-        qp_cookie: s.handle,
+        qp_num: qp.qpn,
+        qp_cookie: qp.handle,
         ..Default::default()
     };
-    match wqe::parse_send(slot, t, s.cap.max_send_sge, s.cap.max_inline_data) {
+    match wqe::parse_send(slot, transport, qp.cap.max_send_sge, qp.cap.max_inline_data) {
         // Fast registration is for kernel consumers only.
-        Ok(w) if w.opcode == wqe::Opcode::RegMr && !s.kernel => Err(Wc {
+        Ok(w) if w.opcode == wqe::Opcode::RegMr && !qp.kernel => Err(Wc {
             status: status::LOC_QP_OP_ERR,
             ..wc
         }),

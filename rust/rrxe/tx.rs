@@ -13,19 +13,17 @@ use crate::ib::{device::Device, umem::Fault};
 use crate::logic::{
     access,
     hdr::{Headers, MAX_HDRS},
-    pkt::IpOut,
     wqe::Payload,
 };
-use crate::net::{gate::TxGate, route::RouteCache};
+use crate::rrxe::pd::PdId;
 use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     gso,
     mr::{self, Copy},
-    net,
+    net::{self, Egress},
     sge::Gather,
 };
-use crate::rrxe::{pd::PdId, qp::QpShared};
 use kernel::prelude::*;
 
 /// Where a packet's payload comes from.
@@ -78,7 +76,7 @@ impl Packet {
     /// whose WQE (if the payload comes from one) is in `slot`.
     pub(crate) fn fill(
         &self,
-        d: &RrxeDev,
+        dev: &RrxeDev,
         pd: PdId,
         qpn: u32,
         slot: &[u8],
@@ -96,7 +94,7 @@ impl Packet {
                 // `EAGAIN` sends it later (see `rc::requester`).
                 let mut g = Gather::new(slot, payload);
                 g.skip(off)?;
-                g.read(d, pd, out, Fault::NoWait)
+                g.read(dev, pd, out, Fault::NoWait)
             }
             Src::Key { rkey, va } => {
                 if out.is_empty() {
@@ -108,7 +106,7 @@ impl Packet {
                 // response, and the requester asks again (see
                 // `rc::replies::pump`).
                 mr::copy_by_key(
-                    d,
+                    dev,
                     rkey,
                     pd,
                     qpn,
@@ -122,72 +120,62 @@ impl Packet {
     }
 }
 
-/// Sends one packet on the wire: `hdrs`, then `len` payload bytes that
-/// `fill` writes (through a connected QP's `route` cache, and counted by
-/// its `gate` when it has one). `Err` when the packet could not be sent.
+/// Sends one packet on the wire, to `egress`: `hdrs`, then `len` payload
+/// bytes that `fill` writes. `Err` when the packet could not be sent.
 pub(crate) fn xmit(
-    dev: &Device<Rrxe>,
-    out: &IpOut,
-    route: Option<&RouteCache>,
-    gate: Option<&TxGate<QpShared>>,
+    egress: &Egress<'_>,
     hdrs: &Headers,
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
     let mut h = [0u8; MAX_HDRS];
     let n = hdrs.write(&mut h);
-    net::xmit(dev, out, route, gate, &h[..n], len, fill)
+    net::xmit(egress, &h[..n], len, fill)
 }
 
-/// Sends one packet of a connected QP on the wire. `Err` when `fill` could
-/// not gather the payload (nothing was sent), or `EMSGSIZE` when the packet
-/// is bigger than the route carries (a path MTU above the netdev's, which
-/// `modify_qp` accepts as rxe does): sending it again cannot help, and the
-/// WQE fails, as rxe fails a WQE whose packet it could not send (with
-/// `LOC_QP_OP_ERR`, which its error flush reports as `WR_FLUSH_ERR`). Any
-/// other packet lost on the way out is counted: RC's retransmit timer
-/// recovers it, UC does not retry.
+/// Sends one packet of a connected QP on the wire (as [`xmit`]). `Err`
+/// when `fill` could not gather the payload (nothing was sent), or
+/// `EMSGSIZE` when the packet is bigger than the route carries (a path MTU
+/// above the netdev's, which `modify_qp` accepts as rxe does): sending it
+/// again cannot help, and the WQE fails, as rxe fails a WQE whose packet it
+/// could not send (with `LOC_QP_OP_ERR`, which its error flush reports as
+/// `WR_FLUSH_ERR`). Any other packet lost on the way out is counted: RC's
+/// retransmit timer recovers it, UC does not retry.
 pub(crate) fn send(
-    dev: &Device<Rrxe>,
-    out: &IpOut,
-    route: Option<&RouteCache>,
-    gate: Option<&TxGate<QpShared>>,
+    egress: &Egress<'_>,
     hdrs: &Headers,
     len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result {
     let mut gather_err = false;
-    let r = xmit(dev, out, route, gate, hdrs, len, |b| {
+    let r = xmit(egress, hdrs, len, |b| {
         fill(b).inspect_err(|_| gather_err = true)
     });
-    outcome(dev, r, gather_err)
+    outcome(egress.dev, r, gather_err)
 }
 
-/// Sends `n` packets of a connected QP on the wire as one burst
+/// Sends `segments` packets of a connected QP on the wire as one burst
 /// ([`gso::xmit`]): packet `k` has the headers and payload length
 /// `packet(k)` gives, and `fill(k, ..)` writes its payload. The outcome is
 /// [`send`]'s, for the whole burst (a payload that cannot be gathered
 /// sends none of it).
 pub(crate) fn send_burst(
-    dev: &Device<Rrxe>,
-    out: &IpOut,
-    route: Option<&RouteCache>,
-    gate: Option<&TxGate<QpShared>>,
-    n: usize,
+    egress: &Egress<'_>,
+    segments: usize,
     packet: impl Fn(usize) -> (Headers, usize),
     mut fill: impl FnMut(usize, &mut [u8]) -> Result,
 ) -> Result {
     let mut gather_err = false;
-    let r = gso::xmit(dev, out, route, gate, n, packet, |k, b| {
+    let r = gso::xmit(egress, segments, packet, |k, b| {
         fill(k, b).inspect_err(|_| gather_err = true)
     });
-    outcome(dev, r, gather_err)
+    outcome(egress.dev, r, gather_err)
 }
 
-/// What [`send`] returns for the result `r` of sending (`gather_err`: the
+/// What [`send`] returns for `result`, the result of sending (`gather_err`: the
 /// payload could not be gathered).
-fn outcome(dev: &Device<Rrxe>, r: Result, gather_err: bool) -> Result {
-    match r {
+fn outcome(dev: &Device<Rrxe>, result: Result, gather_err: bool) -> Result {
+    match result {
         Err(e) if gather_err => Err(e),
         Err(e) if e == EMSGSIZE => {
             dev.data().count(Counter::SendErr, 1);
@@ -204,10 +192,10 @@ fn outcome(dev: &Device<Rrxe>, r: Result, gather_err: bool) -> Result {
 /// The status of a WQE whose packet [`send`] refused: `EMSGSIZE` (bigger
 /// than the route carries) is rxe's `LOC_QP_OP_ERR`, and so is `ENOMEM`,
 /// anything else a payload that could not be gathered.
-pub(crate) fn fail_status(e: Error) -> u32 {
+pub(crate) fn fail_status(err: Error) -> u32 {
     // Too big for the route, or a buffer the owner's memory cgroup had no
     // room for: the operation failed, not the memory it names.
-    if e == EMSGSIZE || e == ENOMEM {
+    if err == EMSGSIZE || err == ENOMEM {
         crate::logic::cqe::status::LOC_QP_OP_ERR
     } else {
         crate::logic::cqe::status::LOC_PROT_ERR
@@ -218,18 +206,18 @@ pub(crate) fn fail_status(e: Error) -> u32 {
 /// and it counts as sent. `Err` when the payload could not be gathered
 /// (nothing was sent).
 pub(crate) fn local<'b>(
-    d: &RrxeDev,
+    dev: &RrxeDev,
     buf: &'b mut [u8],
     fill: impl FnOnce(&mut [u8]) -> Result,
 ) -> Result<&'b [u8]> {
     fill(buf)?;
-    d.count(Counter::SentPkts, 1);
-    d.count(Counter::SentBytes, buf.len() as u64);
+    dev.count(Counter::SentPkts, 1);
+    dev.count(Counter::SentBytes, buf.len() as u64);
     Ok(buf)
 }
 
 /// A packet delivered in place counts as received too.
-pub(crate) fn received(d: &RrxeDev, len: usize) {
-    d.count(Counter::RcvdPkts, 1);
-    d.count(Counter::RcvdBytes, len as u64);
+pub(crate) fn received(dev: &RrxeDev, len: usize) {
+    dev.count(Counter::RcvdPkts, 1);
+    dev.count(Counter::RcvdBytes, len as u64);
 }

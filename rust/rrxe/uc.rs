@@ -20,7 +20,7 @@ use crate::logic::{
     hdr::{Bth, Headers, Reth},
     mtu::mtu_bytes,
     qp::QpAttrs,
-    uc::{self as seq, Kind, Pos, RxSeq, Verdict},
+    uc::{self, Kind, Pos, RxSeq, Verdict},
     wqe::{self, Opcode, Payload, SendWqe, Transport, WrDetail},
 };
 use crate::rrxe::stats::Counter;
@@ -28,7 +28,7 @@ use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
     mr::{self, Copy},
-    net::{self, Gid, RxPkt},
+    net::{self, Egress, Gid, RxPkt},
     qp::{overflow_to_err, QpShared},
     sge::{scatter_at, Gather},
     sq::take_send,
@@ -84,9 +84,9 @@ struct Msg {
 }
 
 impl Msg {
-    /// What WQE `w` sends, or the status it completes with.
-    fn of(w: &SendWqe) -> core::result::Result<Self, u32> {
-        let (kind, imm, target) = match (w.opcode, w.detail) {
+    /// What `wqe` sends, or the status it completes with.
+    fn of(wqe: &SendWqe) -> core::result::Result<Self, u32> {
+        let (kind, imm, target) = match (wqe.opcode, wqe.detail) {
             (Opcode::Send, _) => (Kind::Send, false, None),
             (Opcode::SendImm, _) => (Kind::Send, true, None),
             (Opcode::RdmaWrite, WrDetail::Rdma { remote_addr, rkey }) => {
@@ -97,23 +97,23 @@ impl Msg {
             }
             _ => return Err(status::LOC_QP_OP_ERR),
         };
-        let len = w.payload.bytes();
+        let len = wqe.payload.bytes();
         if len > wqe::MAX_MSG {
             return Err(status::LOC_LEN_ERR);
         }
         Ok(Self {
             kind,
-            imm: imm.then_some(w.ex),
+            imm: imm.then_some(wqe.ex),
             target,
             len,
-            solicited: w.send_flags & wqe::SEND_SOLICITED != 0,
+            solicited: wqe.send_flags & wqe::SEND_SOLICITED != 0,
         })
     }
 
     /// The headers of packet `pos` with PSN `psn`, to QP `dqpn`.
     fn headers(&self, pos: Pos, psn: u32, dqpn: u32) -> Headers {
         let bth = Bth {
-            opcode: seq::opcode(self.kind, pos, self.imm.is_some()),
+            opcode: uc::opcode(self.kind, pos, self.imm.is_some()),
             se: pos.ends() && self.solicited,
             pkey: 0xffff,
             dqpn,
@@ -134,14 +134,14 @@ impl Msg {
 
 /// Sends one UC WQE; returns its completion and whether it asked for one.
 /// Called with the QP's send lock held, on a QP in RTS.
-pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (Wc, bool) {
-    let (w, mut wc) = match take_send(s, slot, Transport::Uc) {
+pub fn send_one(dev: &Device<Rrxe>, qp: &QpShared, slot: &[u8], attrs: &QpAttrs) -> (Wc, bool) {
+    let (w, mut wc) = match take_send(qp, slot, Transport::Uc) {
         Ok(x) => x,
         Err(wc) => return (wc, true),
     };
     let signaled = w.send_flags & wqe::SEND_SIGNALED != 0;
     let st = match Msg::of(&w) {
-        Ok(m) => send_packets(dev, s, slot, a, w.payload, &m),
+        Ok(m) => send_packets(dev, qp, slot, attrs, w.payload, &m),
         Err(st) => st,
     };
     if st != status::SUCCESS {
@@ -152,32 +152,38 @@ pub fn send_one(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], a: &QpAttrs) -> (
     (wc, signaled)
 }
 
-/// Sends message `m`'s packets, its payload gathered from `payload` in
+/// Sends `msg`'s packets, its payload gathered from `payload` in
 /// `slot`, and records the next PSN; returns the WQE's status.
 fn send_packets(
     dev: &Device<Rrxe>,
-    s: &QpShared,
+    qp: &QpShared,
     slot: &[u8],
-    a: &QpAttrs,
+    attrs: &QpAttrs,
     payload: Payload,
-    m: &Msg,
+    msg: &Msg,
 ) -> u32 {
     let d = dev.data();
-    let mtu = mtu_bytes(a.path_mtu);
-    let n = seq::packets(m.len, mtu as u32);
-    let local = dev.has_gid(1, &a.av.dgid);
-    let out = net::connected_out(a, s.qpn);
+    let mtu = mtu_bytes(attrs.path_mtu);
+    let n = uc::packets(msg.len, mtu as u32);
+    let local = dev.has_gid(1, &attrs.av.dgid);
+    let out = net::connected_out(attrs, qp.qpn);
+    let egress = Egress {
+        dev,
+        out: &out,
+        route: qp.route.as_ref(),
+        gate: None,
+    };
     let mut buf = KVec::new();
     if local
         && buf
-            .resize(mtu.min(m.len as usize), 0u8, GFP_KERNEL)
+            .resize(mtu.min(msg.len as usize), 0u8, GFP_KERNEL)
             .is_err()
     {
         return status::LOC_QP_OP_ERR;
     }
-    let dst = if local { d.qp(a.dest_qp_num) } else { None };
+    let dst = if local { d.qp(attrs.dest_qp_num) } else { None };
     let mut cur = Gather::new(slot, payload);
-    let mut psn = a.sq_psn & 0x00ff_ffff;
+    let mut psn = attrs.sq_psn & 0x00ff_ffff;
     let mut sent = 0u64;
     let mut st = status::SUCCESS;
     for i in 0..n {
@@ -186,7 +192,7 @@ fn send_packets(
         // This QP destroyed mid-message (its process killed, its device
         // deleted): the rest is not sent, and the destruction, which waits
         // for this run, goes on at once.
-        if s.is_dead() {
+        if qp.is_dead() {
             st = status::WR_FLUSH_ERR;
             break;
         }
@@ -194,15 +200,15 @@ fn send_packets(
         // takes nothing more: the rest of the message is lost, as it would
         // be on the wire, and the QP is let go at once.
         if dst.as_ref().is_some_and(|q| q.is_dead()) {
-            psn = seq::psn_add(psn, (n - i) as u32);
+            psn = uc::psn_add(psn, (n - i) as u32);
             break;
         }
         let pos = Pos::of(i as u32, n as u32);
-        let plen = (m.len - sent).min(mtu as u64) as usize;
-        let h = m.headers(pos, psn, a.dest_qp_num);
+        let plen = (msg.len - sent).min(mtu as u64) as usize;
+        let h = msg.headers(pos, psn, attrs.dest_qp_num);
         // Never waits for a page fault: the send queue saw the memory
         // resident (see `sq::resident`).
-        let fill = |b: &mut [u8]| cur.read(d, s.pd, b, Fault::NoWait);
+        let fill = |b: &mut [u8]| cur.read(d, qp.pd, b, Fault::NoWait);
         let r = if local {
             tx::local(d, &mut buf[..plen], fill).map(|b| {
                 if let Some(dq) = dst.as_ref() {
@@ -221,35 +227,35 @@ fn send_packets(
                 }
             })
         } else {
-            tx::send(dev, &out, s.route.as_ref(), None, &h, plen, fill)
+            tx::send(&egress, &h, plen, fill)
         };
         if let Err(e) = r {
             st = tx::fail_status(e);
             break;
         }
         sent += plen as u64;
-        psn = seq::psn_add(psn, 1);
+        psn = uc::psn_add(psn, 1);
     }
-    s.inner.lock().attrs.sq_psn = psn;
+    qp.inner.lock().attrs.sq_psn = psn;
     st
 }
 
 /// A UC packet from the wire (checked by `net::rx`).
-pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
+pub fn rx(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
     let d = dev.data();
-    let Some(qp) = d.qp(p.bth.dqpn) else {
-        net::no_qp(d, p);
+    let Some(qp) = d.qp(rx.bth.dqpn) else {
+        net::no_qp(d, rx);
         return;
     };
     let pkt = UcPkt {
-        psn: p.bth.psn,
-        opcode: p.bth.opcode,
-        se: p.bth.se,
-        reth: p.layout.reth.and_then(|o| Reth::parse(&p.udp[o..])),
-        imm: p.imm(),
-        payload: p.payload,
-        sgid: p.ip.sgid,
-        dgid: p.ip.dgid,
+        psn: rx.bth.psn,
+        opcode: rx.bth.opcode,
+        se: rx.bth.se,
+        reth: rx.layout.reth.and_then(|o| Reth::parse(&rx.udp[o..])),
+        imm: rx.imm(),
+        payload: rx.payload,
+        sgid: rx.ip.sgid,
+        dgid: rx.ip.dgid,
     };
     receive(d, &qp, &pkt);
 }
@@ -261,18 +267,18 @@ fn abandon(rx: &mut UcRx) {
 }
 
 /// The UC responder: takes one packet for `qp`.
-pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
+pub fn receive(dev: &RrxeDev, qp: &QpShared, pkt: &UcPkt<'_>) {
     let refuse = |c, site, why: &str| {
         debug::dropped(
-            d,
+            dev,
             c,
             site,
             format_args!(
                 "{why}: opcode {:#x} psn {:#x} to qp {:#x} from {}",
-                p.opcode,
-                p.psn,
+                pkt.opcode,
+                pkt.psn,
                 qp.qpn,
-                Gid(&p.sgid)
+                Gid(&pkt.sgid)
             ),
         )
     };
@@ -280,7 +286,7 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
         refuse(Counter::RcvdUnknownQp, Site::DropQp, "not a UC QP");
         return;
     }
-    let Some((kind, pos, _)) = seq::classify(p.opcode) else {
+    let Some((kind, pos, _)) = uc::classify(pkt.opcode) else {
         refuse(Counter::RcvdHdrErr, Site::DropHdr, "not a UC request");
         return;
     };
@@ -293,7 +299,7 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     // Connected: only the peer the QP was connected to may send to it.
     // Read under `uc_rx`, which a move to RESET holds while it changes the
     // state and clears this state.
-    let Some(a) = qp.responder_attrs(&p.sgid, &p.dgid) else {
+    let Some(a) = qp.responder_attrs(&pkt.sgid, &pkt.dgid) else {
         refuse(
             Counter::RcvdUnknownQp,
             Site::DropQp,
@@ -304,11 +310,11 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     let mtu = mtu_bytes(a.path_mtu);
     // Every packet but a message's last carries exactly one MTU.
     let bad_len = if pos.ends() {
-        p.payload.len() > mtu
+        pkt.payload.len() > mtu
     } else {
-        p.payload.len() != mtu
+        pkt.payload.len() != mtu
     };
-    match rx.seq.judge(p.psn, kind, pos) {
+    match rx.seq.judge(pkt.psn, kind, pos) {
         Verdict::Drop => {
             abandon(&mut rx);
             refuse(Counter::RcvdPsnErr, Site::DropPsn, "out of sequence");
@@ -329,43 +335,43 @@ pub fn receive(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
     }
     let ok = !bad_len
         && match kind {
-            Kind::Send => recv_send(d, qp, &mut rx, p, pos),
-            Kind::Write => recv_write(d, qp, &mut rx, p, pos, &a),
+            Kind::Send => recv_send(dev, qp, &mut rx, pkt, pos),
+            Kind::Write => recv_write(dev, qp, &mut rx, pkt, pos, &a),
         };
     if !ok {
         abandon(&mut rx);
     }
 }
 
-/// Counts packet `p`, dropped because the on-demand memory it goes to is
+/// Counts packet `pkt`, dropped because the on-demand memory it goes to is
 /// not resident and the receive path does not wait for a page fault (one
 /// that never completes would hold up every QP the path serves).
-fn not_resident(d: &RrxeDev, qp: &QpShared, p: &UcPkt<'_>) {
+fn not_resident(dev: &RrxeDev, qp: &QpShared, pkt: &UcPkt<'_>) {
     debug::dropped(
-        d,
+        dev,
         Counter::OdpFaultDeferred,
         Site::OdpFault,
         format_args!(
             "memory not resident: psn {:#x} to qp {:#x} from {} dropped",
-            p.psn,
+            pkt.psn,
             qp.qpn,
-            Gid(&p.sgid)
+            Gid(&pkt.sgid)
         ),
     );
 }
 
 /// Completes the held receive WQE (taking it) with `st`.
-fn complete_held(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicited: bool) {
+fn complete_held(dev: &RrxeDev, qp: &QpShared, rx: &mut UcRx, mut wc: Wc, solicited: bool) {
     if let Some((slot, _)) = rx.held.take() {
         wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
         wc.qp_num = qp.qpn;
         wc.qp_cookie = qp.handle;
         wc.port_num = 1;
-        d.count_recv_done(&wc);
+        dev.count_recv_done(&wc);
         let full = qp.recv_msg_wc(&wc, solicited);
         rx.spare = slot;
         if full {
-            overflow_to_err(d, qp, rx);
+            overflow_to_err(dev, qp, rx);
         }
     }
 }
@@ -388,14 +394,14 @@ fn hold_recv(qp: &QpShared, rx: &mut UcRx) -> bool {
     }
 }
 
-fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos) -> bool {
+fn recv_send(dev: &RrxeDev, qp: &QpShared, rx: &mut UcRx, pkt: &UcPkt<'_>, pos: Pos) -> bool {
     // No receive WQE: the message is dropped (UC has no RNR).
     if pos.starts() && !hold_recv(qp, rx) {
         debug::dropped(
-            d,
+            dev,
             Counter::OutOfBuffer,
             Site::DropNoBuffer,
-            format_args!("no receive WQE: qp {:#x} from {}", qp.qpn, Gid(&p.sgid)),
+            format_args!("no receive WQE: qp {:#x} from {}", qp.qpn, Gid(&pkt.sgid)),
         );
         return false;
     }
@@ -406,7 +412,7 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
         Ok(r) => r,
         Err(_) => {
             complete_held(
-                d,
+                dev,
                 qp,
                 rx,
                 Wc {
@@ -419,13 +425,13 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
             return false;
         }
     };
-    let len = p.payload.len() as u64;
+    let len = pkt.payload.len() as u64;
     if rx.offset + len > r.length {
         // Too long for the WQE: with an SRQ the WQE completes in error
         // (class E); without, it stays for the next message (class D1).
         if qp.srq.is_some() {
             complete_held(
-                d,
+                dev,
                 qp,
                 rx,
                 Wc {
@@ -441,21 +447,21 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
     // Never waits for an on-demand page: the message is dropped, as a
     // lost packet would drop it, and the WQE kept for the next.
     let placed = scatter_at(
-        d,
+        dev,
         qp.pd,
         slot,
         r.num_sge,
         rx.offset,
-        p.payload,
+        pkt.payload,
         Fault::NoWait,
     );
     if placed == Err(EAGAIN) {
-        not_resident(d, qp, p);
+        not_resident(dev, qp, pkt);
         return false;
     }
     if placed.is_err() {
         complete_held(
-            d,
+            dev,
             qp,
             rx,
             Wc {
@@ -474,33 +480,33 @@ fn recv_send(d: &RrxeDev, qp: &QpShared, rx: &mut UcRx, p: &UcPkt<'_>, pos: Pos)
             byte_len: rx.offset as u32,
             ..Default::default()
         };
-        if let Some(imm) = p.imm {
+        if let Some(imm) = pkt.imm {
             wc.wc_flags = flags::WITH_IMM;
             wc.ex = imm;
         }
-        complete_held(d, qp, rx, wc, p.se);
+        complete_held(dev, qp, rx, wc, pkt.se);
         rx.offset = 0;
     }
     true
 }
 
 fn recv_write(
-    d: &RrxeDev,
+    dev: &RrxeDev,
     qp: &QpShared,
     rx: &mut UcRx,
-    p: &UcPkt<'_>,
+    pkt: &UcPkt<'_>,
     pos: Pos,
-    a: &QpAttrs,
+    attrs: &QpAttrs,
 ) -> bool {
     if pos.starts() {
-        let Some(reth) = p.reth else { return false };
-        if a.qp_access_flags & access::REMOTE_WRITE == 0 {
+        let Some(reth) = pkt.reth else { return false };
+        if attrs.qp_access_flags & access::REMOTE_WRITE == 0 {
             return false;
         }
         // A zero-length write needs no valid key.
         if reth.len > 0
             && mr::lookup_key(
-                d,
+                dev,
                 reth.rkey,
                 qp.pd,
                 qp.qpn,
@@ -517,7 +523,7 @@ fn recv_write(
     let Some((va, rkey, len)) = rx.write else {
         return false;
     };
-    let n = p.payload.len() as u64;
+    let n = pkt.payload.len() as u64;
     if rx.offset + n > len {
         return false;
     }
@@ -526,19 +532,19 @@ fn recv_write(
             return false;
         };
         match mr::copy_by_key(
-            d,
+            dev,
             rkey,
             qp.pd,
             qp.qpn,
             access::REMOTE_WRITE,
             at,
-            Copy::Into(p.payload),
+            Copy::Into(pkt.payload),
             Fault::NoWait,
         ) {
             Ok(()) => {}
             Err(e) => {
                 if e == EAGAIN {
-                    not_resident(d, qp, p);
+                    not_resident(dev, qp, pkt);
                 }
                 return false;
             }
@@ -548,7 +554,7 @@ fn recv_write(
     if pos.ends() {
         rx.write = None;
         rx.offset = 0;
-        if let Some(imm) = p.imm {
+        if let Some(imm) = pkt.imm {
             // The immediate data takes a receive WQE; without one it is lost.
             if hold_recv(qp, rx) {
                 let wc = Wc {
@@ -558,7 +564,7 @@ fn recv_write(
                     ex: imm,
                     ..Default::default()
                 };
-                complete_held(d, qp, rx, wc, p.se);
+                complete_held(dev, qp, rx, wc, pkt.se);
             }
         }
     }

@@ -27,7 +27,7 @@ use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
-    net::{self, Gid, RxPkt},
+    net::{self, Egress, Gid, RxPkt},
     qp::{overflow_to_err, QpShared},
     sge::{scatter_at, Gather},
     sq::take_send,
@@ -59,13 +59,13 @@ struct Datagram<'a> {
 /// asked for one.
 pub(crate) fn send_one(
     dev: &Device<Rrxe>,
-    s: &QpShared,
+    qp: &QpShared,
     slot: &[u8],
     buf: &mut KVec<u8>,
     own_qkey: u32,
 ) -> (Wc, bool) {
     let d = dev.data();
-    let (w, mut wc) = match take_send(s, slot, Transport::Ud) {
+    let (w, mut wc) = match take_send(qp, slot, Transport::Ud) {
         Ok(x) => x,
         Err(wc) => return (wc, true),
     };
@@ -80,7 +80,7 @@ pub(crate) fn send_one(
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     };
-    let Some(av) = address(dev, s, slot, ah_num) else {
+    let Some(av) = address(dev, qp, slot, ah_num) else {
         wc.status = status::LOC_QP_OP_ERR;
         return (wc, true);
     };
@@ -91,7 +91,8 @@ pub(crate) fn send_one(
         return (wc, true);
     }
     if buf.len() < len as usize
-        && s.charge
+        && qp
+            .charge
             .run(len as usize, |gfp| {
                 Ok(buf.resize(len as usize, 0u8, gfp)?)
             })
@@ -104,7 +105,7 @@ pub(crate) fn send_one(
     // Never waits for a page fault: the send queue saw the memory
     // resident (see `sq::resident`).
     if Gather::new(slot, w.payload)
-        .read(d, s.pd, buf, Fault::NoWait)
+        .read(d, qp.pd, buf, Fault::NoWait)
         .is_err()
     {
         wc.status = status::LOC_PROT_ERR;
@@ -113,7 +114,7 @@ pub(crate) fn send_one(
     wc.byte_len = len as u32;
     let dg = Datagram {
         dqpn: remote_qpn,
-        sqpn: s.qpn,
+        sqpn: qp.qpn,
         // The high bit asks for the QP's own Q_Key (IB spec 10.2.5).
         qkey: if remote_qkey & 0x8000_0000 != 0 {
             own_qkey
@@ -137,11 +138,11 @@ pub(crate) fn send_one(
 /// The address of a UD WQE: an AH of the QP's PD, or (`ah_num` 0, older
 /// providers) the address vector embedded in the WQE, whose source must be
 /// one of this device's GIDs.
-fn address(dev: &Device<Rrxe>, s: &QpShared, slot: &[u8], ah_num: u32) -> Option<LegacyAv> {
+fn address(dev: &Device<Rrxe>, qp: &QpShared, slot: &[u8], ah_num: u32) -> Option<LegacyAv> {
     if ah_num == 0 {
         return wqe::legacy_av(slot).filter(|l| dev.has_gid(1, &l.sgid));
     }
-    let ah = dev.data().ah_pool().get(ah_num).filter(|a| a.pd == s.pd)?;
+    let ah = dev.data().ah_pool().get(ah_num).filter(|a| a.pd == qp.pd)?;
     Some(LegacyAv {
         sgid: ah.sgid,
         dgid: ah.av.dgid,
@@ -175,8 +176,8 @@ fn send_datagram(dev: &Device<Rrxe>, dg: &Datagram<'_>) {
 }
 
 /// The QPs of this device attached to a multicast group.
-fn mcast_members(d: &RrxeDev, gid: &[u8; 16]) -> KVec<u32> {
-    let t = d.mcast().lock();
+fn mcast_members(dev: &RrxeDev, gid: &[u8; 16]) -> KVec<u32> {
+    let t = dev.mcast().lock();
     let mut v = KVec::new();
     if let Some(g) = t.groups.iter().find(|g| &g.gid == gid) {
         for &n in g.qpns.iter() {
@@ -187,9 +188,9 @@ fn mcast_members(d: &RrxeDev, gid: &[u8; 16]) -> KVec<u32> {
 }
 
 /// Local delivery counts as a packet sent and received.
-fn deliver_local(d: &RrxeDev, dg: &Datagram<'_>) {
-    tx::received(d, dg.payload.len());
-    deliver(d, dg);
+fn deliver_local(dev: &RrxeDev, dg: &Datagram<'_>) {
+    tx::received(dev, dg.payload.len());
+    deliver(dev, dg);
 }
 
 /// Sends a datagram as a RoCEv2 UD packet (SEND_ONLY, with immediate if
@@ -222,7 +223,13 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
         flow_label: dg.flow_label,
         sport: pkt::udp_sport(dg.flow_label, dg.sqpn, dqpn),
     };
-    tx::xmit(dev, &out, None, None, &h, dg.payload.len(), |b| {
+    let egress = Egress {
+        dev,
+        out: &out,
+        route: None,
+        gate: None,
+    };
+    tx::xmit(&egress, &h, dg.payload.len(), |b| {
         b.copy_from_slice(dg.payload);
         Ok(())
     })
@@ -230,35 +237,35 @@ fn send_wire(dev: &Device<Rrxe>, dg: &Datagram<'_>, dqpn: u32) -> Result {
 
 /// A UD packet from the wire (checked by `net::rx`): to one QP, or to the
 /// members of a multicast group. QP1 (GSI) has no receiver yet.
-pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
+pub fn rx(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
     let d = dev.data();
-    let Some(deth) = p.layout.deth.and_then(|o| Deth::parse(&p.udp[o..])) else {
-        net::bad_hdr(d, p, "no DETH");
+    let Some(deth) = rx.layout.deth.and_then(|o| Deth::parse(&rx.udp[o..])) else {
+        net::bad_hdr(d, rx, "no DETH");
         return;
     };
     let dg = Datagram {
-        dqpn: p.bth.dqpn,
+        dqpn: rx.bth.dqpn,
         sqpn: deth.sqpn,
         qkey: deth.qkey,
-        imm: p.imm(),
-        solicited: p.bth.se,
-        sgid: p.ip.sgid,
-        dgid: p.ip.dgid,
-        hop_limit: p.ip.hop_limit,
-        traffic_class: p.ip.traffic_class,
-        flow_label: p.ip.flow_label,
+        imm: rx.imm(),
+        solicited: rx.bth.se,
+        sgid: rx.ip.sgid,
+        dgid: rx.ip.dgid,
+        hop_limit: rx.ip.hop_limit,
+        traffic_class: rx.ip.traffic_class,
+        flow_label: rx.ip.flow_label,
         sl: 0,
-        payload: p.payload,
+        payload: rx.payload,
     };
-    let mc = mcast::is_mcast_gid(&p.ip.dgid);
-    if p.bth.dqpn == wqe::MCAST_QPN && mc {
-        for n in mcast_members(d, &p.ip.dgid).iter() {
+    let mc = mcast::is_mcast_gid(&rx.ip.dgid);
+    if rx.bth.dqpn == wqe::MCAST_QPN && mc {
+        for n in mcast_members(d, &rx.ip.dgid).iter() {
             deliver(d, &Datagram { dqpn: *n, ..dg });
         }
-    } else if p.bth.dqpn != wqe::MCAST_QPN && !mc {
+    } else if rx.bth.dqpn != wqe::MCAST_QPN && !mc {
         deliver(d, &dg);
     } else {
-        net::bad_hdr(d, p, "multicast QPN and GID disagree");
+        net::bad_hdr(d, rx, "multicast QPN and GID disagree");
     }
 }
 
@@ -303,10 +310,10 @@ fn grh(dg: &Datagram<'_>) -> [u8; GRH] {
 /// when the QP does not exist, is not UD, cannot receive, has another
 /// Q_Key, or has no receive WQE posted, and for QP1 when it is longer
 /// than a MAD.
-fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
+fn deliver(dev: &RrxeDev, dg: &Datagram<'_>) {
     let refuse = |c, site, why: &str| {
         debug::dropped(
-            d,
+            dev,
             c,
             site,
             format_args!(
@@ -317,7 +324,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
             ),
         )
     };
-    let Some(qp) = d.qp(dg.dqpn) else {
+    let Some(qp) = dev.qp(dg.dqpn) else {
         refuse(Counter::RcvdUnknownQp, Site::DropQp, "no such QP");
         return;
     };
@@ -351,7 +358,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
         }
         if g.attrs.qkey != dg.qkey {
             debug::dropped(
-                d,
+                dev,
                 Counter::RcvdQkeyErr,
                 Site::DropQkey,
                 format_args!(
@@ -402,10 +409,10 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
             // Never waits for an on-demand page: the datagram is dropped
             // (as UD allows, and as mlx5 does while it resolves the fault),
             // and the WQE is kept for the next one.
-            match scatter_at(d, qp.pd, &slot, r.num_sge, 0, &grh(dg), Fault::NoWait).and_then(
+            match scatter_at(dev, qp.pd, &slot, r.num_sge, 0, &grh(dg), Fault::NoWait).and_then(
                 |()| {
                     scatter_at(
-                        d,
+                        dev,
                         qp.pd,
                         &slot,
                         r.num_sge,
@@ -419,7 +426,7 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
                 Err(e) if e == EAGAIN => {
                     rx.held = Some((slot, max_sge));
                     debug::dropped(
-                        d,
+                        dev,
                         Counter::OdpFaultDeferred,
                         Site::OdpFault,
                         format_args!(
@@ -449,11 +456,11 @@ fn deliver(d: &RrxeDev, dg: &Datagram<'_>) {
             wc.ex = imm;
         }
     }
-    d.count_recv_done(&wc);
+    dev.count_recv_done(&wc);
     let full = qp.recv_msg_wc(&wc, dg.solicited);
     give_back(&qp, slot);
     if full {
-        overflow_to_err(d, &qp, &mut rx);
+        overflow_to_err(dev, &qp, &mut rx);
     }
 }
 

@@ -41,17 +41,17 @@ struct Effect {
     rewound: bool,
 }
 
-/// Takes an ACK, NAK, read response or atomic ACK for QP `s`.
-pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
+/// Takes an ACK, NAK, read response or atomic ACK for QP `qp`.
+pub fn completer(dev: &Device<Rrxe>, qp: &Arc<QpShared>, pkt: &RcPkt<'_>) {
     let d = dev.data();
-    let refuse = |c, site, why: &str| super::dropped(d, s, p, c, site, why);
-    if s.ty != QpType::Rc {
+    let refuse = |c, site, why: &str| super::dropped(d, qp, pkt, c, site, why);
+    if qp.ty != QpType::Rc {
         refuse(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
         return;
     }
     let kick = {
-        let mut rc = s.rc.req.lock();
-        if s.is_dead() {
+        let mut rc = qp.rc.req.lock();
+        if qp.is_dead() {
             refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
             return;
         }
@@ -60,14 +60,14 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         // the scatter of read data and the atomic result happen under `req`
         // alone.
         let (a, cons) = {
-            let g = s.inner.lock();
+            let g = qp.inner.lock();
             (g.attrs, g.sq.consumer())
         };
         if !matches!(a.state, QpState::Rts | QpState::Sqd | QpState::Sqe) {
             refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP not sending");
             return;
         }
-        if p.sgid != a.av.dgid || p.dgid != a.av.sgid {
+        if pkt.sgid != a.av.dgid || pkt.dgid != a.av.sgid {
             refuse(
                 Counter::RcvdUnknownQp,
                 Site::DropQp,
@@ -75,7 +75,7 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             );
             return;
         }
-        let syn = p
+        let syn = pkt
             .aeth
             .map(|x| Syndrome::parse(x.syndrome))
             .unwrap_or(Some(Syndrome::Ack));
@@ -83,14 +83,14 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             refuse(Counter::RcvdHdrErr, Site::DropHdr, "reserved AETH syndrome");
             return;
         };
-        if !rc.win.outstanding_psn(cons, p.psn) {
+        if !rc.win.outstanding_psn(cons, pkt.psn) {
             refuse(
                 Counter::RcvdPsnErr,
                 Site::DropPsn,
                 "response to no outstanding request",
             );
         }
-        let e = take(dev.data(), s, &mut rc, &a, cons, p, syn);
+        let e = take(dev.data(), qp, &mut rc, &a, cons, pkt, syn);
         if e.progressed {
             rc.win.retry_left = a.retry_cnt;
             rc.backoff.on_progress();
@@ -101,166 +101,166 @@ pub fn completer(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             }
             restart(&mut rc, &a);
         }
-        complete_ready(dev.data(), s, &mut rc, &mut s.inner.lock());
+        complete_ready(dev.data(), qp, &mut rc, &mut qp.inner.lock());
         let kick = (e.rewound && rc.rnr_until.is_none())
             || ((e.progressed || e.rewound) && rc.win.stalled);
         if kick {
             rc.win.stalled = false;
         }
-        arm(s, &mut rc);
+        arm(qp, &mut rc);
         kick
     };
-    settle(s);
+    settle(qp);
     // A response from the wire is handled in the receive worker, which
     // runs the requester at once; a local one comes from inside a QP's
     // send processing (maybe this QP's own), which must not be reentered.
-    if kick && p.local {
-        s.kick();
+    if kick && pkt.local {
+        qp.kick();
     } else if kick {
-        s.run_task(dev);
+        qp.run_task(dev);
     }
 }
 
-/// Applies response `p`, with syndrome `syn`, to the requester's window
+/// Applies response `pkt`, with syndrome `syn`, to the requester's window
 /// (consumer index `cons`).
 fn take(
-    d: &RrxeDev,
-    s: &QpShared,
+    dev: &RrxeDev,
+    qp: &QpShared,
     rc: &mut ReqState,
-    a: &QpAttrs,
+    attrs: &QpAttrs,
     cons: u32,
-    p: &RcPkt<'_>,
+    pkt: &RcPkt<'_>,
     syn: Syndrome,
 ) -> Effect {
     let before = rc.win.acked;
-    let t = rc.win.take_response(cons, p.opcode, p.psn, syn);
+    let t = rc.win.take_response(cons, pkt.opcode, pkt.psn, syn);
     // The packets this acknowledgement newly covers let the gate grow.
     if let (Some(b), Some(now)) = (before, rc.win.acked) {
         if let Ok(n) = u64::try_from(rc::psn_diff(now, b)) {
             rc.gate
-                .acked(n.saturating_mul(mtu_bytes(a.path_mtu) as u64));
+                .acked(n.saturating_mul(mtu_bytes(attrs.path_mtu) as u64));
         }
     }
     let mut e = Effect {
         progressed: t.progressed,
         rewound: false,
     };
-    let qpn = s.qpn;
+    let qpn = qp.qpn;
     match t.action {
         Action::None => {}
         Action::Failed { .. } => {
             rrxe_dbg!(
-                d,
+                dev,
                 Site::NakRcvd,
                 "qp {qpn:#x}: error NAK for psn {:#x}",
-                p.psn
+                pkt.psn
             );
         }
         Action::Rnr { k, code } => {
-            d.count(Counter::RcvRnr, 1);
+            dev.count(Counter::RcvRnr, 1);
             rrxe_dbg!(
-                d,
+                dev,
                 Site::NakRcvd,
                 "qp {qpn:#x}: RNR NAK for psn {:#x}",
-                p.psn
+                pkt.psn
             );
             rrxe_dbg!(
-                d,
+                dev,
                 Site::Rnr,
                 "qp {qpn:#x}: RNR NAK received for psn {:#x}, waiting {} us",
-                p.psn,
+                pkt.psn,
                 rc::rnr_wait_us(code)
             );
-            if rc.retry(cons, k, true, a.rnr_retry) {
+            if rc.retry(cons, k, true, attrs.rnr_retry) {
                 e.rewound = true;
                 rnr_wait(rc, rc::rnr_wait_us(code));
             } else {
-                d.count(Counter::RnrRetryExceeded, 1);
+                dev.count(Counter::RnrRetryExceeded, 1);
             }
         }
         Action::Seq { k } => {
-            d.count(Counter::RcvSeqErr, 1);
+            dev.count(Counter::RcvSeqErr, 1);
             rrxe_dbg!(
-                d,
+                dev,
                 Site::NakRcvd,
                 "qp {qpn:#x}: sequence NAK for psn {:#x}",
-                p.psn
+                pkt.psn
             );
             rc.gate.lost();
-            if rc.retry(cons, k, false, a.retry_cnt) {
-                rc.win.resume_at(cons, k, p.psn);
+            if rc.retry(cons, k, false, attrs.retry_cnt) {
+                rc.win.resume_at(cons, k, pkt.psn);
                 rrxe_dbg!(
-                    d,
+                    dev,
                     Site::Retry,
                     "qp {qpn:#x}: sequence NAK, resending from psn {:#x}",
-                    p.psn
+                    pkt.psn
                 );
                 e.rewound = true;
             } else {
-                d.count(Counter::RetryExceeded, 1);
+                dev.count(Counter::RetryExceeded, 1);
             }
         }
         Action::Lost { k } => {
             // As rxe counts the retries its completer starts.
-            d.count(Counter::CompRetry, 1);
-            if rc.retry(cons, k, false, a.retry_cnt) {
+            dev.count(Counter::CompRetry, 1);
+            if rc.retry(cons, k, false, attrs.retry_cnt) {
                 rrxe_dbg!(
-                    d,
+                    dev,
                     Site::Retry,
                     "qp {qpn:#x}: response psn {:#x} shows one lost, resending",
-                    p.psn
+                    pkt.psn
                 );
                 e.rewound = true;
             } else {
-                d.count(Counter::RetryExceeded, 1);
+                dev.count(Counter::RetryExceeded, 1);
             }
         }
         Action::AtomicAck { i } => {
-            if let Some(orig) = p.atmack {
-                match atomic_ack(d, s, rc, i, p.psn, orig) {
+            if let Some(orig) = pkt.atmack {
+                match atomic_ack(dev, qp, rc, i, pkt.psn, orig) {
                     Ok(progressed) => e.progressed |= progressed,
-                    Err(_) => e.rewound |= not_resident(d, s, rc, cons, i),
+                    Err(_) => e.rewound |= not_resident(dev, qp, rc, cons, i),
                 }
             }
         }
-        Action::ReadResp { i, pos } => match read_response(d, s, rc, i, p, pos) {
+        Action::ReadResp { i, pos } => match read_response(dev, qp, rc, i, pkt, pos) {
             Ok(progressed) => e.progressed |= progressed,
-            Err(_) => e.rewound |= not_resident(d, s, rc, cons, i),
+            Err(_) => e.rewound |= not_resident(dev, qp, rc, cons, i),
         },
     }
     e
 }
 
-/// The flight in slot `i` could not place what its response brought: its
+/// The flight in slot `index` could not place what its response brought: its
 /// on-demand memory is not resident. It is asked for again after a wait
 /// (see [`ReqState::wait_for_memory`]). Returns true (the requester was
 /// rewound).
-fn not_resident(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, cons: u32, i: usize) -> bool {
-    d.count(Counter::OdpFaultDeferred, 1);
+fn not_resident(dev: &RrxeDev, qp: &QpShared, rc: &mut ReqState, cons: u32, index: usize) -> bool {
+    dev.count(Counter::OdpFaultDeferred, 1);
     rrxe_dbg!(
-        d,
+        dev,
         Site::OdpFault,
         "qp {:#x}: response memory not resident, asking again",
-        s.qpn
+        qp.qpn
     );
-    let k = rc.win.index_of(cons, i);
+    let k = rc.win.index_of(cons, index);
     rc.wait_for_memory(cons, k, None);
     true
 }
 
-/// An atomic ACK for the flight in slot `i`: the original value goes to
+/// An atomic ACK for the flight in slot `index`: the original value goes to
 /// the WQE's first SGE and the WQE finishes. Returns whether it did, or
 /// `EAGAIN` when the SGE's on-demand memory is not resident (the receive
 /// path does not wait for a page fault).
 fn atomic_ack(
-    d: &RrxeDev,
-    s: &QpShared,
+    dev: &RrxeDev,
+    qp: &QpShared,
     rc: &mut ReqState,
-    i: usize,
+    index: usize,
     psn: u32,
     orig: u64,
 ) -> Result<bool> {
-    let Some(mut f) = rc.win.flights[i] else {
+    let Some(mut f) = rc.win.flights[index] else {
         return Ok(false);
     };
     if f.state != FState::Sent
@@ -269,9 +269,9 @@ fn atomic_ack(
     {
         return Ok(false);
     }
-    let st = match wqe::sge_at(rc.shadow(i), wqe::SEND_HDR, 0) {
+    let st = match wqe::sge_at(rc.shadow(index), wqe::SEND_HDR, 0) {
         Some(sge) if sge.length >= 8 => {
-            match mr::lookup_mr(d, sge.lkey, s.pd, access::LOCAL_WRITE, sge.addr, 8)
+            match mr::lookup_mr(dev, sge.lkey, qp.pd, access::LOCAL_WRITE, sge.addr, 8)
                 .and_then(|m| m.write(sge.addr, &orig.to_ne_bytes(), Fault::NoWait))
             {
                 Ok(()) => status::SUCCESS,
@@ -283,69 +283,69 @@ fn atomic_ack(
     };
     f.wc.byte_len = 8;
     f.finish(st);
-    rc.win.flights[i] = Some(f);
+    rc.win.flights[index] = Some(f);
     Ok(true)
 }
 
 /// One read response packet (or the empty one that answers ATOMIC WRITE
-/// and FLUSH) for the flight in slot `i`. Out-of-order packets are
+/// and FLUSH) for the flight in slot `index`. Out-of-order packets are
 /// ignored. Returns whether it made progress, or `EAGAIN` when its data
 /// could not be placed (see [`read_data`]).
 fn read_response(
-    d: &RrxeDev,
-    s: &QpShared,
+    dev: &RrxeDev,
+    qp: &QpShared,
     rc: &mut ReqState,
-    i: usize,
-    p: &RcPkt<'_>,
+    index: usize,
+    pkt: &RcPkt<'_>,
     pos: Pos,
 ) -> Result<bool> {
-    let Some(mut f) = rc.win.flights[i] else {
+    let Some(mut f) = rc.win.flights[index] else {
         return Ok(false);
     };
     if f.state != FState::Sent {
         return Ok(false);
     }
-    let st = read_data(d, s, rc.shadow(i), &mut f, p, pos)?;
+    let st = read_data(dev, qp, rc.shadow(index), &mut f, pkt, pos)?;
     if let Some(st) = st {
         f.finish(st);
         f.wc.byte_len = f.len as u32;
     }
-    rc.win.flights[i] = Some(f);
+    rc.win.flights[index] = Some(f);
     Ok(st.is_some() || f.got > 0)
 }
 
-/// Takes a read response's payload for flight `f`, whose WQE is in
+/// Takes a read response's payload for `flight`, whose WQE is in
 /// `slot`: `Some(status)` once the WQE is finished, `None` while more is
-/// due, `EAGAIN` (and `f` unchanged) when the destination's on-demand
+/// due, `EAGAIN` (and `flight` unchanged) when the destination's on-demand
 /// memory is not resident: the receive path does not wait for a page
 /// fault.
 fn read_data(
-    d: &RrxeDev,
-    s: &QpShared,
+    dev: &RrxeDev,
+    qp: &QpShared,
     slot: &[u8],
-    f: &mut Flight,
-    p: &RcPkt<'_>,
+    flight: &mut Flight,
+    pkt: &RcPkt<'_>,
     pos: Pos,
 ) -> Result<Option<u32>> {
-    let n = p.payload.len() as u64;
-    let last = match f.check_response(p.psn, pos, n) {
+    let n = pkt.payload.len() as u64;
+    let last = match flight.check_response(pkt.psn, pos, n) {
         Response::Ignore => return Ok(None),
         Response::Finish(st) => return Ok(Some(st)),
         Response::Data { last } => last,
     };
-    let nsge = match f.w.payload {
+    let nsge = match flight.w.payload {
         Payload::Sges { n, .. } => n,
         Payload::Inline { .. } => return Ok(Some(status::LOC_PROT_ERR)),
     };
     if n > 0 {
         match scatter_sges(
-            d,
-            s.pd,
+            dev,
+            qp.pd,
             slot,
             wqe::SEND_HDR,
             nsge,
-            f.got,
-            p.payload,
+            flight.got,
+            pkt.payload,
             Fault::NoWait,
         ) {
             Ok(()) => {}
@@ -353,6 +353,6 @@ fn read_data(
             Err(_) => return Ok(Some(status::LOC_PROT_ERR)),
         }
     }
-    f.got += n;
+    flight.got += n;
     Ok(last.then_some(status::SUCCESS))
 }

@@ -35,17 +35,17 @@ type Fail = (Nak, u32);
 const INV_REQ: Fail = (Nak::InvReq, status::REM_INV_REQ_ERR);
 const REM_ACCESS: Fail = (Nak::RemAccess, status::REM_ACCESS_ERR);
 
-fn key_fail(e: Error) -> Fail {
-    let _ = e;
+fn key_fail(err: Error) -> Fail {
+    let _ = err;
     REM_ACCESS
 }
 
 /// A request at the expected PSN, and where it goes.
 struct Ctx<'a, 'p> {
-    d: &'a RrxeDev,
-    s: &'a QpShared,
-    a: &'a QpAttrs,
-    p: &'a RcPkt<'p>,
+    dev: &'a RrxeDev,
+    qp: &'a QpShared,
+    attrs: &'a QpAttrs,
+    pkt: &'a RcPkt<'p>,
     /// The payload bytes every packet but a message's last carries.
     mtu: usize,
 }
@@ -53,9 +53,9 @@ struct Ctx<'a, 'p> {
 impl Ctx<'_, '_> {
     /// The ACK this packet asks for, if it asks.
     fn ack(&self, rc: &RespState) -> Reply {
-        if self.p.ack_req {
+        if self.pkt.ack_req {
             Reply::Ack {
-                psn: self.p.psn,
+                psn: self.pkt.psn,
                 syn: Syndrome::Ack,
                 msn: rc.msn,
             }
@@ -67,9 +67,9 @@ impl Ctx<'_, '_> {
     /// Every packet but a message's last carries exactly one segment.
     fn bad_len(&self, pos: Pos) -> bool {
         if pos.ends() {
-            self.p.payload.len() > self.mtu
+            self.pkt.payload.len() > self.mtu
         } else {
-            self.p.payload.len() != self.mtu
+            self.pkt.payload.len() != self.mtu
         }
     }
 
@@ -78,10 +78,10 @@ impl Ctx<'_, '_> {
     fn check_key(&self, rkey: u32, need: u32, va: u64, len: u32) -> core::result::Result<(), Fail> {
         if len > 0 {
             mr::lookup_key(
-                self.d,
+                self.dev,
                 rkey,
-                self.s.pd,
-                self.s.qpn,
+                self.qp.pd,
+                self.qp.qpn,
                 need,
                 va,
                 u64::from(len),
@@ -98,45 +98,45 @@ impl Ctx<'_, '_> {
     /// system may never end), so every access of the responder is made
     /// with [`Fault::NoWait`]. Nothing of the request is kept.
     fn not_ready(&self, rc: &RespState) -> Reply {
-        self.d.count(Counter::SndRnr, 1);
-        self.d.count(Counter::OdpFaultDeferred, 1);
+        self.dev.count(Counter::SndRnr, 1);
+        self.dev.count(Counter::OdpFaultDeferred, 1);
         Reply::Ack {
-            psn: self.p.psn,
-            syn: Syndrome::Rnr(self.a.min_rnr_timer),
+            psn: self.pkt.psn,
+            syn: Syndrome::Rnr(self.attrs.min_rnr_timer),
             msn: rc.msn,
         }
     }
 
     /// A single-packet request done: the expected PSN and the MSN move on.
     fn done_one(&self, rc: &mut RespState) {
-        rc.epsn = psn_add(self.p.psn, 1);
+        rc.epsn = psn_add(self.pkt.psn, 1);
         rc.msn = psn_add(rc.msn, 1);
     }
 }
 
 /// Carries out the request at the expected PSN.
 pub(super) fn execute(
-    d: &RrxeDev,
-    s: &QpShared,
+    dev: &RrxeDev,
+    qp: &QpShared,
     rc: &mut RespState,
-    a: &QpAttrs,
-    p: &RcPkt<'_>,
+    attrs: &QpAttrs,
+    pkt: &RcPkt<'_>,
     req: Req,
     pos: Pos,
 ) -> core::result::Result<Reply, Fail> {
     let c = Ctx {
-        d,
-        s,
-        a,
-        p,
-        mtu: p.seg(a),
+        dev,
+        qp,
+        attrs,
+        pkt,
+        mtu: pkt.seg(attrs),
     };
     // Reads and atomics need responder resources: with none granted
     // (max_dest_rd_atomic 0) they are invalid requests, as in rxe.
     if matches!(
         req,
         Req::Read | Req::CmpSwap | Req::FetchAdd | Req::AtomicWrite | Req::Flush
-    ) && a.max_dest_rd_atomic == 0
+    ) && attrs.max_dest_rd_atomic == 0
     {
         return Err(INV_REQ);
     }
@@ -153,36 +153,36 @@ pub(super) fn execute(
 /// Takes a receive WQE for the message (into the reused buffer); without
 /// one, the RNR NAK to send.
 fn hold_recv(
-    d: &RrxeDev,
-    s: &QpShared,
+    dev: &RrxeDev,
+    qp: &QpShared,
     rc: &mut RespState,
-    a: &QpAttrs,
+    attrs: &QpAttrs,
     psn: u32,
 ) -> Option<Reply> {
     let mut slot = core::mem::take(&mut rc.spare);
-    match s.pop_recv(&mut slot) {
+    match qp.pop_recv(&mut slot) {
         Some(max) => {
             rc.held = Some((slot, max));
             None
         }
         None => {
             rc.spare = slot;
-            d.count(Counter::SndRnr, 1);
+            dev.count(Counter::SndRnr, 1);
             rrxe_dbg!(
-                d,
+                dev,
                 Site::Rnr,
                 "qp {:#x}: no receive WQE, RNR NAK for psn {psn:#x}",
-                s.qpn
+                qp.qpn
             );
             rrxe_dbg!(
-                d,
+                dev,
                 Site::NakSent,
                 "qp {:#x}: RNR NAK for psn {psn:#x}",
-                s.qpn
+                qp.qpn
             );
             Some(Reply::Ack {
                 psn,
-                syn: Syndrome::Rnr(a.min_rnr_timer),
+                syn: Syndrome::Rnr(attrs.min_rnr_timer),
                 msn: rc.msn,
             })
         }
@@ -192,18 +192,18 @@ fn hold_recv(
 /// A SEND packet: its payload goes into the held receive WQE, which
 /// completes with the message's last packet.
 fn send(
-    c: &Ctx<'_, '_>,
+    ctx: &Ctx<'_, '_>,
     rc: &mut RespState,
     pos: Pos,
     imm: bool,
     inv: bool,
 ) -> core::result::Result<Reply, Fail> {
-    let (d, s, p) = (c.d, c.s, c.p);
-    if !rc::op_sequence_ok(rc.msg, true, pos) || c.bad_len(pos) {
+    let (d, s, p) = (ctx.dev, ctx.qp, ctx.pkt);
+    if !rc::op_sequence_ok(rc.msg, true, pos) || ctx.bad_len(pos) {
         return Err(INV_REQ);
     }
     if pos.starts() && rc.held.is_none() {
-        if let Some(rnr) = hold_recv(d, s, rc, c.a, p.psn) {
+        if let Some(rnr) = hold_recv(d, s, rc, ctx.attrs, p.psn) {
             return Ok(rnr);
         }
         rc.offset = 0;
@@ -227,7 +227,7 @@ fn send(
             Fault::NoWait,
         ) {
             Ok(()) => {}
-            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) if e == EAGAIN => return Ok(ctx.not_ready(rc)),
             Err(_) => return Err((Nak::RemOp, status::LOC_PROT_ERR)),
         }
     }
@@ -235,7 +235,7 @@ fn send(
     rc.epsn = psn_add(p.psn, 1);
     if !pos.ends() {
         rc.msg = Some(true);
-        return Ok(c.ack(rc));
+        return Ok(ctx.ack(rc));
     }
     let mut wc = Wc {
         opcode: wqe::WC_RECV,
@@ -269,27 +269,27 @@ fn send(
     rc.msg = None;
     rc.offset = 0;
     rc.msn = psn_add(rc.msn, 1);
-    Ok(c.ack(rc))
+    Ok(ctx.ack(rc))
 }
 
 /// An RDMA WRITE packet: its payload goes to the memory the first
 /// packet's RETH named; the immediate data of the last takes a receive WQE.
 fn write(
-    c: &Ctx<'_, '_>,
+    ctx: &Ctx<'_, '_>,
     rc: &mut RespState,
     pos: Pos,
     imm: bool,
 ) -> core::result::Result<Reply, Fail> {
-    let (d, s, p) = (c.d, c.s, c.p);
+    let (d, s, p) = (ctx.dev, ctx.qp, ctx.pkt);
     if !rc::op_sequence_ok(rc.msg, false, pos) {
         return Err(INV_REQ);
     }
-    if c.a.qp_access_flags & access::REMOTE_WRITE == 0 || c.bad_len(pos) {
+    if ctx.attrs.qp_access_flags & access::REMOTE_WRITE == 0 || ctx.bad_len(pos) {
         return Err(INV_REQ);
     }
     if pos.starts() {
         let reth = p.reth.ok_or(INV_REQ)?;
-        c.check_key(reth.rkey, access::REMOTE_WRITE, reth.va, reth.len)?;
+        ctx.check_key(reth.rkey, access::REMOTE_WRITE, reth.va, reth.len)?;
         rc.write = Some((reth.va, reth.rkey, u64::from(reth.len)));
         rc.offset = 0;
     }
@@ -301,7 +301,7 @@ fn write(
     // The immediate data needs a receive WQE before anything is written by
     // this packet (an RNR NAK has it sent again).
     if imm && rc.held.is_none() {
-        if let Some(rnr) = hold_recv(d, s, rc, c.a, p.psn) {
+        if let Some(rnr) = hold_recv(d, s, rc, ctx.attrs, p.psn) {
             return Ok(rnr);
         }
     }
@@ -319,7 +319,7 @@ fn write(
         );
         match r {
             Ok(()) => {}
-            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) if e == EAGAIN => return Ok(ctx.not_ready(rc)),
             Err(e) => return Err(key_fail(e)),
         }
     }
@@ -327,7 +327,7 @@ fn write(
     rc.epsn = psn_add(p.psn, 1);
     if !pos.ends() {
         rc.msg = Some(false);
-        return Ok(c.ack(rc));
+        return Ok(ctx.ack(rc));
     }
     rc.msg = None;
     rc.write = None;
@@ -354,19 +354,19 @@ fn write(
             }
         }
     }
-    Ok(c.ack(rc))
+    Ok(ctx.ack(rc))
 }
 
 /// An RDMA READ request: checked, kept as a resource, answered by read
 /// responses.
-fn read(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
-    if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_READ == 0 {
+fn read(ctx: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
+    if rc.msg.is_some() || ctx.attrs.qp_access_flags & access::REMOTE_READ == 0 {
         return Err(INV_REQ);
     }
-    let p = c.p;
+    let p = ctx.pkt;
     let reth = p.reth.ok_or(INV_REQ)?;
-    c.check_key(reth.rkey, access::REMOTE_READ, reth.va, reth.len)?;
-    let n = packets(u64::from(reth.len), c.mtu as u32) as u32;
+    ctx.check_key(reth.rkey, access::REMOTE_READ, reth.va, reth.len)?;
+    let n = packets(u64::from(reth.len), ctx.mtu as u32) as u32;
     add_res(
         rc,
         Res::Read {
@@ -385,18 +385,18 @@ fn read(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail
         rkey: reth.rkey,
         len: reth.len,
         msn: rc.msn,
-        seg: c.mtu,
+        seg: ctx.mtu,
         sent: 0,
     }))
 }
 
 /// A compare-and-swap (`cas`) or fetch-and-add, under the device's atomics
 /// lock.
-fn atomic(c: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Result<Reply, Fail> {
-    if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_ATOMIC == 0 {
+fn atomic(ctx: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Result<Reply, Fail> {
+    if rc.msg.is_some() || ctx.attrs.qp_access_flags & access::REMOTE_ATOMIC == 0 {
         return Err(INV_REQ);
     }
-    let (d, s, p) = (c.d, c.s, c.p);
+    let (d, s, p) = (ctx.dev, ctx.qp, ctx.pkt);
     let atm = p.atm.ok_or(INV_REQ)?;
     if atm.va % rc::ATOMIC_ALIGN != 0 {
         return Err(INV_REQ);
@@ -412,7 +412,7 @@ fn atomic(c: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Resul
         // Nothing is written unless both the read and the write go through.
         match m.read(at, &mut b, Fault::NoWait) {
             Ok(()) => {}
-            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) if e == EAGAIN => return Ok(ctx.not_ready(rc)),
             Err(e) => return Err(key_fail(e)),
         }
         let orig = u64::from_ne_bytes(b);
@@ -427,13 +427,13 @@ fn atomic(c: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Resul
         };
         match m.write(at, &new.to_ne_bytes(), Fault::NoWait) {
             Ok(()) => {}
-            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) if e == EAGAIN => return Ok(ctx.not_ready(rc)),
             Err(e) => return Err(key_fail(e)),
         }
         orig
     };
     add_res(rc, Res::Atomic { psn: p.psn, orig });
-    c.done_one(rc);
+    ctx.done_one(rc);
     Ok(Reply::Atomic {
         psn: p.psn,
         orig,
@@ -442,11 +442,11 @@ fn atomic(c: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Resul
 }
 
 /// An ATOMIC WRITE of eight aligned bytes.
-fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
-    if rc.msg.is_some() || c.a.qp_access_flags & access::REMOTE_WRITE == 0 {
+fn atomic_write(ctx: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
+    if rc.msg.is_some() || ctx.attrs.qp_access_flags & access::REMOTE_WRITE == 0 {
         return Err(INV_REQ);
     }
-    let (d, s, p) = (c.d, c.s, c.p);
+    let (d, s, p) = (ctx.dev, ctx.qp, ctx.pkt);
     let reth = p.reth.ok_or(INV_REQ)?;
     if reth.va % rc::ATOMIC_ALIGN != 0 || p.payload.len() != 8 || reth.len != 8 {
         return Err(INV_REQ);
@@ -460,12 +460,12 @@ fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Rep
         let _g = d.atomics().lock();
         match m.write(at, p.payload, Fault::NoWait) {
             Ok(()) => {}
-            Err(e) if e == EAGAIN => return Ok(c.not_ready(rc)),
+            Err(e) if e == EAGAIN => return Ok(ctx.not_ready(rc)),
             Err(e) => return Err(key_fail(e)),
         }
     }
     add_res(rc, Res::Empty { psn: p.psn });
-    c.done_one(rc);
+    ctx.done_one(rc);
     Ok(Reply::Empty {
         psn: p.psn,
         msn: rc.msn,
@@ -473,18 +473,18 @@ fn atomic_write(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Rep
 }
 
 /// A FLUSH: the QP and the rkey must grant the flush types asked for.
-fn flush(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
+fn flush(ctx: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fail> {
     if rc.msg.is_some() {
         return Err(INV_REQ);
     }
-    let p = c.p;
+    let p = ctx.pkt;
     let reth = p.reth.ok_or(INV_REQ)?;
     let feth = p.feth.ok_or(INV_REQ)?;
     // A FLUSH of no placement type asks for no right: an invalid request,
     // before any rkey is looked at. The QP must allow the types asked for,
     // as must the rkey.
     let need = rc::flush_access(feth & 0xf).ok_or(INV_REQ)?;
-    if c.a.qp_access_flags & need != need {
+    if ctx.attrs.qp_access_flags & need != need {
         return Err(INV_REQ);
     }
     // Unlike a zero-length READ or WRITE, a FLUSH always names memory: its
@@ -492,10 +492,10 @@ fn flush(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fai
     // and its range too unless it flushes the whole MR.
     let whole_mr = (feth >> 4) & 3 == rc::flush_level::MR;
     match mr::lookup_key(
-        c.d,
+        ctx.dev,
         reth.rkey,
-        c.s.pd,
-        c.s.qpn,
+        ctx.qp.pd,
+        ctx.qp.qpn,
         need,
         reth.va,
         u64::from(reth.len),
@@ -508,7 +508,7 @@ fn flush(c: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fai
     // Memory here is ordinary RAM written by the CPU: once the copies are
     // done, the data is globally visible.
     add_res(rc, Res::Empty { psn: p.psn });
-    c.done_one(rc);
+    ctx.done_one(rc);
     Ok(Reply::Empty {
         psn: p.psn,
         msn: rc.msn,

@@ -75,8 +75,8 @@ use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
-    net::{self, Gid, RxPkt},
-    qp::{self as qpm, QpInner, QpShared},
+    net::{self, Egress, Gid, RxPkt},
+    qp::{self, QpInner, QpShared},
     tx::{self, Packet},
 };
 use crate::rrxe_dbg;
@@ -125,32 +125,32 @@ pub struct RcPkt<'a> {
 
 impl RcPkt<'_> {
     /// The payload bytes every packet but a message's last carries.
-    fn seg(&self, a: &QpAttrs) -> usize {
+    fn seg(&self, attrs: &QpAttrs) -> usize {
         if self.local {
             LOCAL_SEG
         } else {
-            mtu_bytes(a.path_mtu)
+            mtu_bytes(attrs.path_mtu)
         }
     }
 
-    /// A packet for a QP of this device, with the headers `h` and the
-    /// addresses of attributes `a`.
-    fn local<'a>(h: &Headers, payload: &'a [u8], a: &QpAttrs) -> RcPkt<'a> {
+    /// A packet for a QP of this device, with the headers `hdrs` and the
+    /// addresses in `attrs`.
+    fn local<'a>(hdrs: &Headers, payload: &'a [u8], attrs: &QpAttrs) -> RcPkt<'a> {
         RcPkt {
-            opcode: h.bth.opcode,
-            se: h.bth.se,
-            ack_req: h.bth.ack_req,
-            psn: h.bth.psn,
-            reth: h.reth,
-            atm: h.atm,
-            aeth: h.aeth,
-            atmack: h.atmack,
-            imm: h.imm,
-            ieth: h.ieth,
-            feth: h.feth,
+            opcode: hdrs.bth.opcode,
+            se: hdrs.bth.se,
+            ack_req: hdrs.bth.ack_req,
+            psn: hdrs.bth.psn,
+            reth: hdrs.reth,
+            atm: hdrs.atm,
+            aeth: hdrs.aeth,
+            atmack: hdrs.atmack,
+            imm: hdrs.imm,
+            ieth: hdrs.ieth,
+            feth: hdrs.feth,
             payload,
-            sgid: a.av.sgid,
-            dgid: a.av.dgid,
+            sgid: attrs.av.sgid,
+            dgid: attrs.av.dgid,
             local: true,
         }
     }
@@ -162,34 +162,32 @@ impl RcPkt<'_> {
 /// route (see [`tx::send`]).
 fn emit(
     dev: &Device<Rrxe>,
-    s: &QpShared,
-    a: &QpAttrs,
+    qp: &QpShared,
+    attrs: &QpAttrs,
     tx: &Packet,
     slot: &[u8],
     buf: &mut KVVec<u8>,
 ) -> Result {
     let d = dev.data();
-    let fill = |b: &mut [u8]| tx.fill(d, s.pd, s.qpn, slot, b);
-    if !dev.has_gid(1, &a.av.dgid) {
-        return tx::send(
+    let fill = |b: &mut [u8]| tx.fill(d, qp.pd, qp.qpn, slot, b);
+    if !dev.has_gid(1, &attrs.av.dgid) {
+        let egress = Egress {
             dev,
-            &net::connected_out(a, s.qpn),
-            s.route.as_ref(),
-            s.gate.as_ref(),
-            &tx.hdrs,
-            tx.len,
-            fill,
-        );
+            out: &net::connected_out(attrs, qp.qpn),
+            route: qp.route.as_ref(),
+            gate: qp.gate.as_ref(),
+        };
+        return tx::send(&egress, &tx.hdrs, tx.len, fill);
     }
     if buf.len() < tx.len {
-        s.charge
+        qp.charge
             .run(tx.len, |gfp| Ok(buf.resize(tx.len, 0u8, gfp)?))?;
     }
     let b = tx::local(d, &mut buf[..tx.len], fill)?;
     // A packet for a QP that is gone is lost, as on the wire.
-    if let Some(peer) = d.qp(a.dest_qp_num) {
+    if let Some(peer) = d.qp(attrs.dest_qp_num) {
         tx::received(d, b.len());
-        let p = RcPkt::local(&tx.hdrs, b, a);
+        let p = RcPkt::local(&tx.hdrs, b, attrs);
         if rc::is_response(p.opcode) {
             completer(dev, &peer, &p);
         } else {
@@ -201,115 +199,119 @@ fn emit(
 
 /// Puts the QP in ERR and flushes both queues (the transport's state is
 /// the caller's).
-fn enter_err(s: &QpShared, g: &mut QpInner) {
-    if g.attrs.state != QpState::Err {
-        g.attrs.state = QpState::Err;
+fn enter_err(qp: &QpShared, inner: &mut QpInner) {
+    if inner.attrs.state != QpState::Err {
+        inner.attrs.state = QpState::Err;
     }
-    qpm::flush(s, g);
+    qp::flush(qp, inner);
 }
 
 /// Puts the QP in ERR from the requester or completer. The responder's
 /// part waits for [`settle`], once `req` is dropped (`resp` is taken
 /// first).
-fn to_err(s: &QpShared, rc: &mut ReqState, g: &mut QpInner) {
-    enter_err(s, g);
+fn to_err(qp: &QpShared, rc: &mut ReqState, inner: &mut QpInner) {
+    enter_err(qp, inner);
     rc.on_error();
-    s.rc.set_resp_err();
+    qp.rc.set_resp_err();
 }
 
 /// The responder's part of a move to ERR that the requester or completer
 /// made, and the rest of its flush, run by them once they have dropped
 /// `req`.
-fn settle(s: &QpShared) {
-    qpm::flush_rest(s);
-    if !s.rc.take_resp_err() {
+fn settle(qp: &QpShared) {
+    qp::flush_rest(qp);
+    if !qp.rc.take_resp_err() {
         return;
     }
-    let mut resp = s.rc.resp.lock();
+    let mut resp = qp.rc.resp.lock();
     // Not for a QP reset and brought up again meanwhile.
-    if s.inner.lock().attrs.state == QpState::Err {
-        resp.on_error(s);
+    if qp.inner.lock().attrs.state == QpState::Err {
+        resp.on_error(qp);
     }
 }
 
 /// Retires finished WQEs from the head of the send queue, in order. In ERR
 /// the flush has completed the ring's WQEs already: nothing to do.
-fn complete_ready(d: &RrxeDev, s: &QpShared, rc: &mut ReqState, g: &mut QpInner) {
-    if g.attrs.state == QpState::Err {
+fn complete_ready(dev: &RrxeDev, qp: &QpShared, rc: &mut ReqState, inner: &mut QpInner) {
+    if inner.attrs.state == QpState::Err {
         return;
     }
-    while let Some(f) = rc.win.retire(g.sq.consumer()) {
-        let _ = g.sq.consume();
-        d.count_send_done(&f.wc);
-        if f.signaled || s.sig_all || f.wc.status != status::SUCCESS {
-            s.send_wc(&f.wc);
+    while let Some(f) = rc.win.retire(inner.sq.consumer()) {
+        let _ = inner.sq.consume();
+        dev.count_send_done(&f.wc);
+        if f.signaled || qp.sig_all || f.wc.status != status::SUCCESS {
+            qp.send_wc(&f.wc);
         }
         if f.wc.status != status::SUCCESS {
             rrxe_dbg!(
-                d,
+                dev,
                 Site::Err,
                 "qp {:#x}: wr_id {:#x} failed with status {}, to ERR",
-                s.qpn,
+                qp.qpn,
                 f.wc.wr_id,
                 f.wc.status
             );
-            to_err(s, rc, g);
+            to_err(qp, rc, inner);
             return;
         }
     }
-    if rc.win.oldest_outstanding(g.sq.consumer()).is_none() {
+    if rc.win.oldest_outstanding(inner.sq.consumer()).is_none() {
         rc.deadline = Deadline::Off;
     }
 }
 
-/// Counts packet `p` for QP `s`, dropped for the reason `c` (`why`), and
-/// prints the debug line of `site`.
-fn dropped(d: &RrxeDev, s: &QpShared, p: &RcPkt<'_>, c: Counter, site: Site, why: &str) {
+/// Counts packet `pkt` for QP `qp`, dropped for the reason `counter`
+/// (`why`), and prints the debug line of `site`.
+fn dropped(dev: &RrxeDev, qp: &QpShared, pkt: &RcPkt<'_>, counter: Counter, site: Site, why: &str) {
     debug::dropped(
-        d,
-        c,
+        dev,
+        counter,
         site,
         format_args!(
             "{why}: opcode {:#x} psn {:#x} to qp {:#x} from {}",
-            p.opcode,
-            p.psn,
-            s.qpn,
-            Gid(&p.sgid)
+            pkt.opcode,
+            pkt.psn,
+            qp.qpn,
+            Gid(&pkt.sgid)
         ),
     );
 }
 
 /// An RC packet from the wire (checked by `net::rx`).
-pub fn rx(dev: &Device<Rrxe>, p: &RxPkt<'_>) {
+pub fn rx(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
     let d = dev.data();
-    let Some(qp) = d.qp(p.bth.dqpn) else {
-        net::no_qp(d, p);
+    let Some(qp) = d.qp(rx.bth.dqpn) else {
+        net::no_qp(d, rx);
         return;
     };
     let be32 = |o: Option<usize>, n: usize| {
-        o.and_then(|o| p.udp.get(o..o + n))
+        o.and_then(|o| rx.udp.get(o..o + n))
             .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     };
-    let atmack = p.layout.atmack.and_then(|o| p.udp.get(o..o + 8)).map(|b| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(b);
-        u64::from_be_bytes(x)
-    });
+    let atmack = rx
+        .layout
+        .atmack
+        .and_then(|o| rx.udp.get(o..o + 8))
+        .map(|b| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(b);
+            u64::from_be_bytes(x)
+        });
     let pkt = RcPkt {
-        opcode: p.bth.opcode,
-        se: p.bth.se,
-        ack_req: p.bth.ack_req,
-        psn: p.bth.psn,
-        reth: p.layout.reth.and_then(|o| Reth::parse(&p.udp[o..])),
-        atm: p.layout.atmeth.and_then(|o| AtmEth::parse(&p.udp[o..])),
-        aeth: p.layout.aeth.and_then(|o| Aeth::parse(&p.udp[o..])),
+        opcode: rx.bth.opcode,
+        se: rx.bth.se,
+        ack_req: rx.bth.ack_req,
+        psn: rx.bth.psn,
+        reth: rx.layout.reth.and_then(|o| Reth::parse(&rx.udp[o..])),
+        atm: rx.layout.atmeth.and_then(|o| AtmEth::parse(&rx.udp[o..])),
+        aeth: rx.layout.aeth.and_then(|o| Aeth::parse(&rx.udp[o..])),
         atmack,
-        imm: p.imm(),
-        ieth: be32(p.layout.ieth, hdr::IETH),
-        feth: be32(p.layout.feth, hdr::FETH),
-        payload: p.payload,
-        sgid: p.ip.sgid,
-        dgid: p.ip.dgid,
+        imm: rx.imm(),
+        ieth: be32(rx.layout.ieth, hdr::IETH),
+        feth: be32(rx.layout.feth, hdr::FETH),
+        payload: rx.payload,
+        sgid: rx.ip.sgid,
+        dgid: rx.ip.dgid,
         local: false,
     };
     if rc::is_response(pkt.opcode) {

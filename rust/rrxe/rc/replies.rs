@@ -24,7 +24,8 @@ use crate::logic::{
 use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     device::Rrxe,
-    gso, net,
+    gso,
+    net::{self, Egress},
     qp::QpShared,
     tx::{self, Packet, Src},
 };
@@ -37,9 +38,9 @@ pub(super) const RX_BUDGET: u32 = 16;
 /// Packets the QP's task sends per run.
 pub(super) const TASK_BUDGET: u32 = 64;
 
-/// Queues `r` behind the replies waiting. `false` if the queue is full.
-pub(super) fn queue(rc: &mut RespState, r: Reply) -> bool {
-    rc.replies.push(r, |last, new| {
+/// Queues `reply` behind the replies waiting. `false` if the queue is full.
+pub(super) fn queue(rc: &mut RespState, reply: Reply) -> bool {
+    rc.replies.push(reply, |last, new| {
         // A positive ACK says no more than the ACK or NAK after it.
         let merge = matches!(
             (&*last, new),
@@ -58,7 +59,7 @@ pub(super) fn queue(rc: &mut RespState, r: Reply) -> bool {
     })
 }
 
-/// Places `r`, the answer to a duplicate READ (checked against the
+/// Places `resp`, the answer to a duplicate READ (checked against the
 /// responder's resources): `true` if that is done, `false` if it is to be
 /// queued behind everything as usual.
 ///
@@ -67,40 +68,40 @@ pub(super) fn queue(rc: &mut RespState, r: Reply) -> bool {
 /// it, ignoring any response for those until this read is done. So:
 /// - a read response still queued with a packet at that PSN answers it:
 ///   as it is if it has not sent that packet yet; else, when the duplicate
-///   asks for exactly the rest of it, it goes on as `r` from the packet
+///   asks for exactly the rest of it, it goes on as `resp` from the packet
 ///   asked for (else the requester would ignore the rest of the first
 ///   answer, past its gap, and wait for its timer);
-/// - otherwise `r` goes ahead of the read responses queued for later
+/// - otherwise `resp` goes ahead of the read responses queued for later
 ///   PSNs, which reach the requester after it, when it takes them again.
 ///
 /// Nothing queued is dropped or shortened: a duplicate that is not what a
 /// requester sends (spoofed, or a stray copy) costs its own answer only.
-pub(super) fn retake(rc: &mut RespState, r: ReadResp) -> bool {
+pub(super) fn retake(rc: &mut RespState, resp: ReadResp) -> bool {
     if let Some(Reply::Read(q)) = rc
         .replies
-        .find_mut(|x| matches!(x, Reply::Read(q) if q.covers(r.psn)))
+        .find_mut(|x| matches!(x, Reply::Read(q) if q.covers(resp.psn)))
     {
-        if q.resumes_as(&r) {
-            *q = r;
+        if q.resumes_as(&resp) {
+            *q = resp;
         }
         return true;
     }
     // Full: dropped, as a reply lost on the wire.
     rc.replies
         .insert_before(
-            Reply::Read(r),
-            |x| matches!(x, Reply::Read(q) if rc::psn_diff(q.psn, r.psn) > 0),
+            Reply::Read(resp),
+            |x| matches!(x, Reply::Read(q) if rc::psn_diff(q.psn, resp.psn) > 0),
         )
         .is_some()
 }
 
 /// A reply packet of `opcode` for `psn`, to the QP's peer, with an AETH of
 /// `syn` and `msn` (unless `aeth` is None).
-fn reply_pkt(a: &QpAttrs, opcode: u8, psn: u32, aeth: Option<(Syndrome, u32)>) -> Packet {
+fn reply_pkt(attrs: &QpAttrs, opcode: u8, psn: u32, aeth: Option<(Syndrome, u32)>) -> Packet {
     let bth = Bth {
         opcode,
         pkey: 0xffff,
-        dqpn: a.dest_qp_num,
+        dqpn: attrs.dest_qp_num,
         psn,
         ..Default::default()
     };
@@ -112,23 +113,23 @@ fn reply_pkt(a: &QpAttrs, opcode: u8, psn: u32, aeth: Option<(Syndrome, u32)>) -
     tx
 }
 
-/// The next packet of read response `r`, which it counts as sent. `None`
+/// The next packet of read response `resp`, which it counts as sent. `None`
 /// if its address wraps.
-fn read_pkt(a: &QpAttrs, r: &mut ReadResp) -> Option<(Packet, bool)> {
-    let n = r.packets();
-    let j = r.sent;
-    let off = u64::from(j) * r.seg as u64;
-    let plen = (u64::from(r.len) - off).min(r.seg as u64);
+fn read_pkt(attrs: &QpAttrs, resp: &mut ReadResp) -> Option<(Packet, bool)> {
+    let n = resp.packets();
+    let j = resp.sent;
+    let off = u64::from(j) * resp.seg as u64;
+    let plen = (u64::from(resp.len) - off).min(resp.seg as u64);
     let pos = Pos::of(j, n);
-    let aeth = (pos != Pos::Middle).then_some((Syndrome::Ack, r.msn));
-    let mut tx = reply_pkt(a, rc::read_resp_opcode(pos), psn_add(r.psn, j), aeth);
+    let aeth = (pos != Pos::Middle).then_some((Syndrome::Ack, resp.msn));
+    let mut tx = reply_pkt(attrs, rc::read_resp_opcode(pos), psn_add(resp.psn, j), aeth);
     tx.len = plen as usize;
     tx.src = Src::Key {
-        rkey: r.rkey,
-        va: r.va.checked_add(off)?,
+        rkey: resp.rkey,
+        va: resp.va.checked_add(off)?,
     };
-    r.sent += 1;
-    Some((tx, r.sent == n))
+    resp.sent += 1;
+    Some((tx, resp.sent == n))
 }
 
 /// The read a response packet belongs to: its first PSN, the packet's PSN
@@ -142,24 +143,24 @@ struct ReadAt {
 
 /// The packet to send next, taken off the queue (a read response's packets
 /// one by one), with the read it belongs to.
-fn next(rc: &mut RespState, a: &QpAttrs) -> Option<(Packet, Option<ReadAt>)> {
+fn next(rc: &mut RespState, attrs: &QpAttrs) -> Option<(Packet, Option<ReadAt>)> {
     loop {
         let front = rc.replies.front_mut()?;
         let (tx, read, done) = match front {
             Reply::None => (None, None, true),
             Reply::Ack { psn, syn, msn } => {
-                let tx = reply_pkt(a, op::ACK, *psn, Some((*syn, *msn)));
+                let tx = reply_pkt(attrs, op::ACK, *psn, Some((*syn, *msn)));
                 (Some(tx), None, true)
             }
             Reply::Atomic { psn, orig, msn } => {
-                let mut tx = reply_pkt(a, op::ATOMIC_ACK, *psn, Some((Syndrome::Ack, *msn)));
+                let mut tx = reply_pkt(attrs, op::ATOMIC_ACK, *psn, Some((Syndrome::Ack, *msn)));
                 tx.hdrs.atmack = Some(*orig);
                 (Some(tx), None, true)
             }
             Reply::Empty { psn, msn } => {
                 let aeth = Some((Syndrome::Ack, *msn));
                 (
-                    Some(reply_pkt(a, op::READ_RESP_ONLY, *psn, aeth)),
+                    Some(reply_pkt(attrs, op::READ_RESP_ONLY, *psn, aeth)),
                     None,
                     true,
                 )
@@ -170,7 +171,7 @@ fn next(rc: &mut RespState, a: &QpAttrs) -> Option<(Packet, Option<ReadAt>)> {
                     psn: psn_add(r.psn, r.sent),
                     msn: r.msn,
                 };
-                match read_pkt(a, r) {
+                match read_pkt(attrs, r) {
                     Some((tx, done)) => (Some(tx), Some(at), done),
                     // Its address wraps (its checks refuse that already).
                     None => (None, None, true),
@@ -200,12 +201,12 @@ fn abandon(rc: &mut RespState, first: u32) {
 /// Takes the next packets of the read response queued first into a burst
 /// (`gso`), if at least two of them are middle packets (all one size, no
 /// AETH) and `max` allows: the response as it was, and how many.
-fn burst_next(rc: &mut RespState, a: &QpAttrs, max: usize) -> Option<(ReadResp, u32)> {
+fn burst_next(rc: &mut RespState, attrs: &QpAttrs, max: usize) -> Option<(ReadResp, u32)> {
     let Some(Reply::Read(r)) = rc.replies.front_mut() else {
         return None;
     };
     let start = *r;
-    let (mid, _) = read_pkt(a, &mut ReadResp { sent: 1, ..start })?;
+    let (mid, _) = read_pkt(attrs, &mut ReadResp { sent: 1, ..start })?;
     let fit = gso::MAX_BYTES / mid.hdrs.udp_len(mid.len).max(1);
     let n = (r.middles_next() as usize).min(max).min(fit);
     // Its last packet's address must not wrap (its checks refuse that).
@@ -213,22 +214,22 @@ fn burst_next(rc: &mut RespState, a: &QpAttrs, max: usize) -> Option<(ReadResp, 
         sent: start.sent + n.saturating_sub(1) as u32,
         ..start
     };
-    if n < 2 || read_pkt(a, &mut { last }).is_none() {
+    if n < 2 || read_pkt(attrs, &mut { last }).is_none() {
         return None;
     }
     r.sent += n as u32;
     Some((start, n as u32))
 }
 
-/// Packet `k` of the burst of read response `r` (as it was when the burst
+/// Packet `nth` of the burst of read response `resp` (as it was when the burst
 /// began).
-fn burst_pkt(a: &QpAttrs, r: &ReadResp, k: usize) -> Packet {
+fn burst_pkt(attrs: &QpAttrs, resp: &ReadResp, nth: usize) -> Packet {
     let mut c = ReadResp {
-        sent: r.sent + k as u32,
-        ..*r
+        sent: resp.sent + nth as u32,
+        ..*resp
     };
     // `burst_next` checked that no address of the burst wraps.
-    read_pkt(a, &mut c).map_or(Packet::new(Headers::default()), |(tx, _)| tx)
+    read_pkt(attrs, &mut c).map_or(Packet::new(Headers::default()), |(tx, _)| tx)
 }
 
 /// What [`pump`] sends next.
@@ -242,10 +243,10 @@ enum Out {
 
 /// Sends up to `budget` packets of the QP's queued replies, in order (one
 /// sender at a time: the reply buffer's lock). `true` if some remain.
-pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
-    let mut buf = s.reply_buf.lock();
-    let a = s.inner.lock().attrs;
-    let out = net::connected_out(&a, s.qpn);
+pub(super) fn pump(dev: &Device<Rrxe>, qp: &Arc<QpShared>, budget: u32) -> bool {
+    let mut buf = qp.reply_buf.lock();
+    let a = qp.inner.lock().attrs;
+    let out = net::connected_out(&a, qp.qpn);
     // Bursts go over IPv4 on the wire (a QP of this device takes its
     // packets in place).
     let bursts = out.v4() && !dev.has_gid(1, &a.av.dgid);
@@ -253,7 +254,7 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
     while left > 0 {
         crate::ib::cond_resched();
         let step = {
-            let mut rc = s.rc.resp.lock();
+            let mut rc = qp.rc.resp.lock();
             // A responder destroyed mid-read (its process killed, say)
             // sends no more of its read responses. What it owes for the
             // requests it completed (an ACK, a NAK, an atomic's or an
@@ -262,7 +263,7 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
             // before this context sends that SEND's ACK, and the peer's
             // requester would retry it (for ever at retry_cnt 7). rxe's
             // destroy waits for its responder, which sends it.
-            if s.is_dead() {
+            if qp.is_dead() {
                 while matches!(rc.replies.front_mut(), Some(Reply::Read(_))) {
                     rc.replies.pop();
                 }
@@ -279,22 +280,25 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
         let (res, read) = match step {
             Out::One(tx, read) => {
                 left -= 1;
-                (emit(dev, s, &a, &tx, &[], &mut buf), read)
+                (emit(dev, qp, &a, &tx, &[], &mut buf), read)
             }
             Out::Burst(r, n) => {
                 left = left.saturating_sub(n);
                 let d = dev.data();
-                let res = tx::send_burst(
+                let egress = Egress {
                     dev,
-                    &out,
-                    s.route.as_ref(),
-                    s.gate.as_ref(),
+                    out: &out,
+                    route: qp.route.as_ref(),
+                    gate: qp.gate.as_ref(),
+                };
+                let res = tx::send_burst(
+                    &egress,
                     n as usize,
                     |k| {
                         let p = burst_pkt(&a, &r, k);
                         (p.hdrs, p.len)
                     },
-                    |k, o| burst_pkt(&a, &r, k).fill(d, s.pd, s.qpn, &[], o),
+                    |k, o| burst_pkt(&a, &r, k).fill(d, qp.pd, qp.qpn, &[], o),
                 );
                 let at = ReadAt {
                     first: r.psn,
@@ -309,20 +313,20 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
             // Too big for the route (the responder's path MTU above its
             // netdev's): lost, as a packet dropped on the way; the
             // requester's retransmit timer asks again.
-            (Err(e), Some(r)) if e == EMSGSIZE => abandon(&mut s.rc.resp.lock(), r.first),
+            (Err(e), Some(r)) if e == EMSGSIZE => abandon(&mut qp.rc.resp.lock(), r.first),
             // On-demand memory whose page is not ready: its fault was
             // started, and the requester's retransmit timer asks again,
             // by when it is done (a stalled fault holds up no more than
             // this read).
             (Err(e), Some(r)) if e == EAGAIN => {
                 dev.data().count(Counter::OdpFaultDeferred, 1);
-                abandon(&mut s.rc.resp.lock(), r.first);
+                abandon(&mut qp.rc.resp.lock(), r.first);
             }
             (Err(e), Some(r)) => {
                 // The memory went away (a window invalidated, say), or the
                 // responder's owner has no memory left for the packet (its
                 // cgroup is full): the requester learns it from a NAK.
-                abandon(&mut s.rc.resp.lock(), r.first);
+                abandon(&mut qp.rc.resp.lock(), r.first);
                 let nak = if e == ENOMEM {
                     Nak::RemOp
                 } else {
@@ -330,17 +334,17 @@ pub(super) fn pump(dev: &Device<Rrxe>, s: &Arc<QpShared>, budget: u32) -> bool {
                 };
                 let syn = Syndrome::Nak(nak);
                 let nak = reply_pkt(&a, op::ACK, r.psn, Some((syn, r.msn)));
-                let _ = emit(dev, s, &a, &nak, &[], &mut buf);
+                let _ = emit(dev, qp, &a, &nak, &[], &mut buf);
             }
         }
     }
-    !s.rc.resp.lock().replies.is_empty()
+    !qp.rc.resp.lock().replies.is_empty()
 }
 
 /// The QP's task: sends a batch of queued replies, and queues the task
 /// again if more remain.
-pub fn run(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
-    if pump(dev, s, TASK_BUDGET) {
-        s.kick();
+pub fn run(dev: &Device<Rrxe>, qp: &Arc<QpShared>) {
+    if pump(dev, qp, TASK_BUDGET) {
+        qp.kick();
     }
 }

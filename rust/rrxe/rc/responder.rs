@@ -47,28 +47,28 @@ pub(super) enum Reply {
     Read(ReadResp),
 }
 
-/// Takes a request packet for QP `s`.
-pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
+/// Takes a request packet for QP `qp`.
+pub fn responder(dev: &Device<Rrxe>, qp: &Arc<QpShared>, pkt: &RcPkt<'_>) {
     let d = dev.data();
-    let refuse = |c, site, why: &str| super::dropped(d, s, p, c, site, why);
-    if s.ty != QpType::Rc {
+    let refuse = |c, site, why: &str| super::dropped(d, qp, pkt, c, site, why);
+    if qp.ty != QpType::Rc {
         refuse(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
         return;
     }
-    let Some((req, pos)) = rc::classify_req(p.opcode) else {
+    let Some((req, pos)) = rc::classify_req(pkt.opcode) else {
         refuse(Counter::RcvdHdrErr, Site::DropHdr, "not an RC request");
         return;
     };
     let pending = {
-        let mut rc = s.rc.resp.lock();
-        if s.is_dead() {
+        let mut rc = qp.rc.resp.lock();
+        if qp.is_dead() {
             refuse(Counter::RcvdUnknownQp, Site::DropQp, "QP destroyed");
             return;
         }
         // Read under `resp`, which a move to RESET holds while it changes the
         // state and clears the transport's: never stale state for a QP
         // being reset.
-        let Some(a) = s.responder_attrs(&p.sgid, &p.dgid) else {
+        let Some(a) = qp.responder_attrs(&pkt.sgid, &pkt.dgid) else {
             refuse(
                 Counter::RcvdUnknownQp,
                 Site::DropQp,
@@ -76,7 +76,7 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
             );
             return;
         };
-        let reply = match rc::check_psn(p.psn, rc.epsn) {
+        let reply = match rc::check_psn(pkt.psn, rc.epsn) {
             PsnCheck::Ahead => {
                 let e = rc.epsn;
                 debug::dropped(
@@ -85,37 +85,37 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
                     Site::DropPsn,
                     format_args!(
                         "request psn {:#x} ahead of {e:#x}: qp {:#x} from {}",
-                        p.psn,
-                        s.qpn,
-                        Gid(&p.sgid)
+                        pkt.psn,
+                        qp.qpn,
+                        Gid(&pkt.sgid)
                     ),
                 );
                 ahead(d, &mut rc)
             }
             PsnCheck::Duplicate => {
                 d.count(Counter::DupReq, 1);
-                duplicate(&mut rc, &a, p, req)
+                duplicate(&mut rc, &a, pkt, req)
             }
             PsnCheck::Expected => {
                 rc.nak_sent = false;
-                match execute(d, s, &mut rc, &a, p, req, pos) {
+                match execute(d, qp, &mut rc, &a, pkt, req, pos) {
                     Ok(r) => r,
                     Err((nak, st)) => {
                         rrxe_dbg!(
                             d,
                             Site::NakSent,
                             "qp {:#x}: {nak:?} NAK for psn {:#x}",
-                            s.qpn,
-                            p.psn
+                            qp.qpn,
+                            pkt.psn
                         );
                         rrxe_dbg!(
                             d,
                             Site::Err,
                             "qp {:#x}: request psn {:#x} failed ({nak:?}), receive status {st}, to ERR",
-                            s.qpn,
-                            p.psn
+                            qp.qpn,
+                            pkt.psn
                         );
-                        fail(s, &mut rc, p, nak, st)
+                        fail(qp, &mut rc, pkt, nak, st)
                     }
                 }
             }
@@ -128,20 +128,20 @@ pub fn responder(dev: &Device<Rrxe>, s: &Arc<QpShared>, p: &RcPkt<'_>) {
         !rc.replies.is_empty()
     };
     // A few packets now; a long read goes on from the QP's own task.
-    if pending && replies::pump(dev, s, RX_BUDGET) {
-        s.kick();
+    if pending && replies::pump(dev, qp, RX_BUDGET) {
+        qp.kick();
     }
 }
 
 /// A request ahead of the expected PSN: one sequence NAK per gap.
-fn ahead(d: &RrxeDev, rc: &mut RespState) -> Reply {
+fn ahead(dev: &RrxeDev, rc: &mut RespState) -> Reply {
     if rc.nak_sent {
         return Reply::None;
     }
     rc.nak_sent = true;
-    d.count(Counter::OutOfSeqReq, 1);
+    dev.count(Counter::OutOfSeqReq, 1);
     rrxe_dbg!(
-        d,
+        dev,
         Site::NakSent,
         "sequence NAK, expecting psn {:#x}",
         rc.epsn
@@ -155,22 +155,22 @@ fn ahead(d: &RrxeDev, rc: &mut RespState) -> Reply {
 
 /// A class A or C error: completes the receive WQE in hand with `st`, puts
 /// the QP in ERR, and NAKs the request with `nak`.
-fn fail(s: &QpShared, rc: &mut RespState, p: &RcPkt<'_>, nak: Nak, st: u32) -> Reply {
+fn fail(qp: &QpShared, rc: &mut RespState, pkt: &RcPkt<'_>, nak: Nak, st: u32) -> Reply {
     if let Some((slot, _)) = rc.held.take() {
         let wc = Wc {
             status: st,
-            qp_num: s.qpn,
-            qp_cookie: s.handle,
+            qp_num: qp.qpn,
+            qp_cookie: qp.handle,
             wr_id: wqe::wr_id(&slot).unwrap_or(0),
             opcode: wqe::WC_RECV,
             ..Default::default()
         };
-        s.recv_wc(&wc, false);
+        qp.recv_wc(&wc, false);
     }
     let msn = rc.msn;
-    to_err(s, rc);
+    to_err(qp, rc);
     Reply::Ack {
-        psn: p.psn,
+        psn: pkt.psn,
         syn: Syndrome::Nak(nak),
         msn,
     }
@@ -180,39 +180,39 @@ fn fail(s: &QpShared, rc: &mut RespState, p: &RcPkt<'_>, nak: Nak, st: u32) -> R
 /// ([`QpShared::recv_msg_wc`]): the QP goes to ERR and the message is not
 /// acknowledged, as rxe's responder does (the requester's retries run
 /// out).
-pub(super) fn cq_full(d: &RrxeDev, s: &QpShared, rc: &mut RespState) -> Reply {
+pub(super) fn cq_full(dev: &RrxeDev, qp: &QpShared, rc: &mut RespState) -> Reply {
     rrxe_dbg!(
-        d,
+        dev,
         Site::QpState,
         "qp {:#x}: to Err (receive CQ full)",
-        s.qpn
+        qp.qpn
     );
-    to_err(s, rc);
+    to_err(qp, rc);
     Reply::None
 }
 
 /// Puts the QP in ERR from the responder, flushing both rings.
-fn to_err(s: &QpShared, rc: &mut RespState) {
-    enter_err(s, &mut s.inner.lock());
-    crate::rrxe::qp::flush_rest(s);
-    rc.on_error(s);
+fn to_err(qp: &QpShared, rc: &mut RespState) {
+    enter_err(qp, &mut qp.inner.lock());
+    crate::rrxe::qp::flush_rest(qp);
+    rc.on_error(qp);
     // The requester's part (`resp` is taken before `req`).
-    s.rc.req.lock().on_error();
+    qp.rc.req.lock().on_error();
 }
 
 /// Stores a responder resource, replacing the oldest.
-pub(super) fn add_res(rc: &mut RespState, r: Res) {
+pub(super) fn add_res(rc: &mut RespState, res: Res) {
     if rc.res.is_empty() {
         return;
     }
     let n = rc.res.len();
-    rc.res[rc.res_next % n] = Some(r);
+    rc.res[rc.res_next % n] = Some(res);
     rc.res_next = (rc.res_next + 1) % n;
 }
 
 /// A request behind the expected PSN: SENDs and WRITEs are ACKed again,
 /// reads and atomics replayed from their resource; anything else dropped.
-fn duplicate(rc: &mut RespState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply {
+fn duplicate(rc: &mut RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>, req: Req) -> Reply {
     let msn = rc.msn;
     match req {
         Req::Send { .. } | Req::Write { .. } => Reply::Ack {
@@ -220,11 +220,11 @@ fn duplicate(rc: &mut RespState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply 
             syn: Syndrome::Ack,
             msn,
         },
-        Req::Read => duplicate_read(rc, a, p),
+        Req::Read => duplicate_read(rc, attrs, pkt),
         Req::CmpSwap | Req::FetchAdd => {
             for r in rc.res.iter().flatten() {
                 if let Res::Atomic { psn, orig } = *r {
-                    if psn == p.psn {
+                    if psn == pkt.psn {
                         return Reply::Atomic { psn, orig, msn };
                     }
                 }
@@ -234,7 +234,7 @@ fn duplicate(rc: &mut RespState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply 
         Req::AtomicWrite | Req::Flush => {
             for r in rc.res.iter().flatten() {
                 if let Res::Empty { psn } = *r {
-                    if psn == p.psn {
+                    if psn == pkt.psn {
                         return Reply::Empty { psn, msn };
                     }
                 }
@@ -246,16 +246,16 @@ fn duplicate(rc: &mut RespState, a: &QpAttrs, p: &RcPkt<'_>, req: Req) -> Reply 
 
 /// A duplicate READ: replayed when a resource covers its PSN and the
 /// memory it asks for (unless a response still queued answers it).
-fn duplicate_read(rc: &mut RespState, a: &QpAttrs, p: &RcPkt<'_>) -> Reply {
-    match replay_read(rc, a, p) {
+fn duplicate_read(rc: &mut RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>) -> Reply {
+    match replay_read(rc, attrs, pkt) {
         Some(r) if !replies::retake(rc, r) => Reply::Read(r),
         _ => Reply::None,
     }
 }
 
-/// The read response that replays the duplicate READ `p` from a resource.
-fn replay_read(rc: &RespState, a: &QpAttrs, p: &RcPkt<'_>) -> Option<ReadResp> {
-    let reth = p.reth?;
+/// The read response that replays the duplicate READ `pkt` from a resource.
+fn replay_read(rc: &RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>) -> Option<ReadResp> {
+    let reth = pkt.reth?;
     for r in rc.res.iter().flatten() {
         if let Res::Read {
             first_psn,
@@ -265,7 +265,8 @@ fn replay_read(rc: &RespState, a: &QpAttrs, p: &RcPkt<'_>) -> Option<ReadResp> {
             len,
         } = *r
         {
-            let inside = rc::psn_diff(p.psn, first_psn) >= 0 && rc::psn_diff(p.psn, last_psn) <= 0;
+            let inside =
+                rc::psn_diff(pkt.psn, first_psn) >= 0 && rc::psn_diff(pkt.psn, last_psn) <= 0;
             let end = va.checked_add(u64::from(len));
             let req_end = reth.va.checked_add(u64::from(reth.len));
             if inside
@@ -274,12 +275,12 @@ fn replay_read(rc: &RespState, a: &QpAttrs, p: &RcPkt<'_>) -> Option<ReadResp> {
                 && matches!((end, req_end), (Some(e), Some(re)) if re <= e)
             {
                 return Some(ReadResp {
-                    psn: p.psn,
+                    psn: pkt.psn,
                     va: reth.va,
                     rkey,
                     len: reth.len,
                     msn: rc.msn,
-                    seg: p.seg(a),
+                    seg: pkt.seg(attrs),
                     sent: 0,
                 });
             }

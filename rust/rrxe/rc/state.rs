@@ -154,10 +154,10 @@ pub struct RespState {
     pub(super) replies: Fifo<KVec<Option<Reply>>>,
 }
 
-/// Reply slots for `n` responder resources.
-fn reply_slots(n: usize, gfp: kernel::alloc::Flags) -> Result<KVec<Option<Reply>>> {
+/// Reply slots for `resources` responder resources.
+fn reply_slots(resources: usize, gfp: kernel::alloc::Flags) -> Result<KVec<Option<Reply>>> {
     let mut v = KVec::new();
-    v.resize(2 * n.max(1) + 2, None, gfp)?;
+    v.resize(2 * resources.max(1) + 2, None, gfp)?;
     Ok(v)
 }
 
@@ -218,27 +218,27 @@ impl ReqState {
         self.take_timer()
     }
 
-    /// The shadow copy of the WQE in slot `i`.
-    pub(super) fn shadow(&self, i: usize) -> &[u8] {
-        &self.shadow[i * self.elem..(i + 1) * self.elem]
+    /// The shadow copy of the WQE in slot `index`.
+    pub(super) fn shadow(&self, index: usize) -> &[u8] {
+        &self.shadow[index * self.elem..(index + 1) * self.elem]
     }
 
-    /// Keeps a copy of the WQE in slot `i`.
-    pub(super) fn set_shadow(&mut self, i: usize, slot: &[u8]) {
-        self.shadow[i * self.elem..(i + 1) * self.elem].copy_from_slice(slot);
+    /// Keeps a copy of the WQE in slot `index`.
+    pub(super) fn set_shadow(&mut self, index: usize, slot: &[u8]) {
+        self.shadow[index * self.elem..(index + 1) * self.elem].copy_from_slice(slot);
     }
 
-    /// Spends a retry on the `k`-th WQE (see `Window::retry`); a rewind
+    /// Spends a retry on the `nth` WQE (see `Window::retry`); a rewind
     /// clears the retransmit deadline.
-    pub(super) fn retry(&mut self, cons: u32, k: u32, rnr: bool, limit: u8) -> bool {
-        let rewound = self.win.retry(cons, k, rnr, limit);
+    pub(super) fn retry(&mut self, cons: u32, nth: u32, rnr: bool, limit: u8) -> bool {
+        let rewound = self.win.retry(cons, nth, rnr, limit);
         if rewound {
             self.deadline = Deadline::Off;
         }
         rewound
     }
 
-    /// The `k`-th WQE from consumer index `cons` met on-demand memory of
+    /// The `nth` WQE from consumer index `cons` met on-demand memory of
     /// its own that was not resident (a read response or an atomic result
     /// to place, a payload to gather). Its fault was started, but the
     /// requester does not wait for it: it may run in the receive path,
@@ -248,10 +248,10 @@ impl ReqState {
     /// after an RNR NAK and without spending a retry; the wait doubles from
     /// 1 ms up to 256 ms while the memory stays out, and starts again at
     /// 1 ms once the requester makes progress.
-    pub(super) fn wait_for_memory(&mut self, cons: u32, k: u32, psn: Option<u32>) {
-        self.win.restart(cons, k);
+    pub(super) fn wait_for_memory(&mut self, cons: u32, nth: u32, psn: Option<u32>) {
+        self.win.restart(cons, nth);
         if let Some(psn) = psn {
-            self.win.resume_at(cons, k, psn);
+            self.win.resume_at(cons, nth, psn);
         }
         self.deadline = Deadline::Off;
         let us = self.fault_wait_us;
@@ -336,9 +336,14 @@ impl RespState {
         self.write = None;
     }
 
-    /// Sizes the responder resources (`max_dest_rd_atomic`).
-    pub fn set_dest_rd_atomic(&mut self, n: u8, gfp: kernel::alloc::Flags) -> Result {
-        let n = (n as usize).max(1).next_power_of_two();
+    /// Sizes the responder resources for `max_dest_rd_atomic` (rounded up to
+    /// a power of two, at least one).
+    pub fn set_dest_rd_atomic(
+        &mut self,
+        max_dest_rd_atomic: u8,
+        gfp: kernel::alloc::Flags,
+    ) -> Result {
+        let n = (max_dest_rd_atomic as usize).max(1).next_power_of_two();
         if self.res.len() != n {
             let mut v = KVec::new();
             v.resize(n, None, gfp)?;
@@ -351,9 +356,9 @@ impl RespState {
 
     /// The QP entered ERR: the receive WQE held for a message in progress
     /// is flushed; the responder's replies stop but for what it owes.
-    pub fn on_error(&mut self, s: &QpShared) {
+    pub fn on_error(&mut self, qp: &QpShared) {
         if let Some((slot, _)) = self.held.take() {
-            s.flush_held(&slot);
+            qp.flush_held(&slot);
         }
         self.msg = None;
         self.write = None;

@@ -34,10 +34,10 @@ use kernel::{
 /// cancels the timer, whichever start it came from: an old handle is
 /// dropped here, before the new start, under the `req` lock. The caller
 /// holds no spinlock (the cancel may wait for a running callback).
-pub(super) fn arm(s: &Arc<QpShared>, rc: &mut ReqState) {
+pub(super) fn arm(qp: &Arc<QpShared>, rc: &mut ReqState) {
     // A QP being destroyed takes its timer out under this lock after
     // marking itself dead: never start it again.
-    if s.is_dead() {
+    if qp.is_dead() {
         return;
     }
     // The exact clock, read once, and only when needed.
@@ -61,42 +61,43 @@ pub(super) fn arm(s: &Arc<QpShared>, rc: &mut ReqState) {
     }
     drop(rc.take_timer());
     let now = now.unwrap_or_else(Mono::now);
-    rc.timer = Some(s.clone().start(now.until(want)));
+    rc.timer = Some(qp.clone().start(now.until(want)));
     rc.timer_at = Some(want);
 }
 
-/// Runs `s`'s send task in `us` microseconds: a UD or UC send queue that
+/// Runs `qp`'s send task in `us` microseconds: a UD or UC send queue that
 /// waits for on-demand memory (the QP's one timer is RC's otherwise).
-pub(crate) fn kick_later(s: &Arc<QpShared>, us: u32) {
-    let mut rc = s.rc.req.lock();
-    if s.is_dead() {
+pub(crate) fn kick_later(qp: &Arc<QpShared>, us: u32) {
+    let mut rc = qp.rc.req.lock();
+    if qp.is_dead() {
         return;
     }
     drop(rc.take_timer());
-    rc.timer = Some(s.clone().start(Delta::from_micros(i64::from(us))));
+    rc.timer = Some(qp.clone().start(Delta::from_micros(i64::from(us))));
 }
 
-/// The retransmit timer for QP attributes `a`, after the backoff `b`.
-fn ack_timeout(a: &QpAttrs, b: &Backoff) -> Option<Delta> {
-    b.timeout_us(a.timeout)
+/// The retransmit timer for `attrs`, after `backoff`.
+fn ack_timeout(attrs: &QpAttrs, backoff: &Backoff) -> Option<Delta> {
+    backoff
+        .timeout_us(attrs.timeout)
         .map(|us| Delta::from_micros(us as i64))
 }
 
-/// `d` from now. While the QP's timer runs (a stream, or a ping-pong: every
+/// `delta` from now. While the QP's timer runs (a stream, or a ping-pong: every
 /// packet sent and every ACK restarts the deadline), from the coarse clock
-/// (no clocksource read) plus a tick for its lag: about `d`, as rxe's
+/// (no clocksource read) plus a tick for its lag: about `delta`, as rxe's
 /// timers in jiffies are, and up to the lag beyond a tick shorter when the
 /// tick itself runs late. When no timer runs (the first packet after a
 /// quiet spell, or a retransmission after an expiry), from the exact clock,
 /// so that a timeout that nothing interrupts is never cut short by a late
 /// tick ([`restart`] leaves that read to [`arm`], which starts the timer).
-fn from_now(rc: &ReqState, d: Delta) -> Mono {
+fn from_now(rc: &ReqState, delta: Delta) -> Mono {
     let now = if rc.timer.is_some() {
         Mono::coarse().after(clock::tick())
     } else {
         Mono::now()
     };
-    now.after(d)
+    now.after(delta)
 }
 
 /// Restarts the retransmit deadline from now (after a packet sent, or an
@@ -105,8 +106,8 @@ fn from_now(rc: &ReqState, d: Delta) -> Mono {
 /// [`arm`] that follows every restart, which reads the exact clock anyway:
 /// the first packet after a quiet spell (each request of a ping-pong) is
 /// not held up by a clocksource read, which under an emulator traps.
-pub(super) fn restart(rc: &mut ReqState, a: &QpAttrs) {
-    rc.deadline = match ack_timeout(a, &rc.backoff) {
+pub(super) fn restart(rc: &mut ReqState, attrs: &QpAttrs) {
+    rc.deadline = match ack_timeout(attrs, &rc.backoff) {
         None => Deadline::Off,
         Some(d) if rc.timer.is_some() => Deadline::At(from_now(rc, d)),
         Some(d) => Deadline::After(d),
@@ -121,20 +122,20 @@ pub(super) fn rnr_wait(rc: &mut ReqState, us: u32) {
 /// The timers: the end of an RNR wait resumes sending; a passed deadline
 /// retransmits from the oldest unfinished WQE, or fails it once
 /// `retry_cnt` retries are spent.
-pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
+pub(super) fn tick(dev: &Device<Rrxe>, qp: &Arc<QpShared>) {
     // Nothing can be due before the timer fires: it is started for the
     // earliest deadline or earlier (see `arm`). The flag is read before the
     // lock, so that a doorbell finds nothing to do without taking it.
-    if !s.take_timer_fired() {
+    if !qp.take_timer_fired() {
         return;
     }
     let d = dev.data();
-    let mut rc = s.rc.req.lock();
+    let mut rc = qp.rc.req.lock();
     // Its handle goes, under the lock (see `arm`); the caller's `arm`
     // starts the timer again for what is still ahead.
     drop(rc.take_timer());
     let now = Mono::now();
-    let mut g = s.inner.lock();
+    let mut g = qp.inner.lock();
     if rc.rnr_until.is_some_and(|t| t <= now) {
         rc.rnr_until = None;
     }
@@ -160,7 +161,7 @@ pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
             d,
             Site::Retry,
             "qp {:#x}: retransmit timer, resending",
-            s.qpn
+            qp.qpn
         );
     } else {
         d.count(Counter::RetryExceeded, 1);
@@ -168,9 +169,9 @@ pub(super) fn tick(dev: &Device<Rrxe>, s: &Arc<QpShared>) {
             d,
             Site::Retry,
             "qp {:#x}: retransmit timer, retries exhausted",
-            s.qpn
+            qp.qpn
         );
         rc.deadline = Deadline::Off;
-        complete_ready(d, s, &mut rc, &mut g);
+        complete_ready(d, qp, &mut rc, &mut g);
     }
 }
