@@ -34,8 +34,11 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Fifo<S> {
         self.len == 0
     }
 
+    /// The slot of the `k`-th entry from the oldest. A queue of no slots
+    /// never asks (it holds nothing); were it to, it gets slot 0 rather
+    /// than a division by zero.
     fn at(&self, k: usize) -> usize {
-        (self.head + k) % self.slots.len()
+        (self.head + k).checked_rem(self.slots.len()).unwrap_or(0)
     }
 
     /// Queues `x` behind the others, unless `merge` folds it into the
@@ -74,7 +77,7 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Fifo<S> {
             return None;
         }
         let i = self.head;
-        self.head = (self.head + 1) % self.slots.len();
+        self.head = self.at(1);
         self.len -= 1;
         self.slots[i].take()
     }
