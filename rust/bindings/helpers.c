@@ -217,6 +217,8 @@ struct mem_cgroup *rust_helper_set_active_memcg(struct mem_cgroup *memcg)
 
 int rust_helper_ib_no_udata_io(struct ib_udata *udata) { return ib_no_udata_io(udata); }
 
+bool rust_helper_ib_device_try_get(struct ib_device *dev) { return ib_device_try_get(dev); }
+
 struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter)
 { return sg_page_iter_page(piter); }
 

@@ -58,6 +58,7 @@ bool rust_helper_mem_cgroup_is_root(struct mem_cgroup *memcg);
 void rust_helper_mem_cgroup_put(struct mem_cgroup *memcg);
 struct mem_cgroup *rust_helper_set_active_memcg(struct mem_cgroup *memcg);
 int rust_helper_ib_no_udata_io(struct ib_udata *udata);
+bool rust_helper_ib_device_try_get(struct ib_device *dev);
 struct sg_page_iter;
 struct page *rust_helper_sg_page_iter_page(struct sg_page_iter *piter);
 int rust_helper_ib_umem_offset(struct ib_umem *umem);

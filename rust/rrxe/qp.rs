@@ -10,7 +10,7 @@
 //! workqueue processes the send queue as the user doorbell does.
 
 use crate::ib::{
-    device::Device,
+    device::{Device, DeviceRef},
     memcg::Charge,
     wr::{RecvWr, SendWr},
 };
@@ -153,9 +153,9 @@ pub struct QpShared {
     /// gate wakes the send task. Opened once the QP is in the table,
     /// closed when it is destroyed.
     pub gate: Option<TxGate<QpShared>>,
-    /// The device, for the send task: valid while `dead` is false (the
-    /// QP's destruction sets it, then waits for running tasks).
-    dev: *const Device<Rrxe>,
+    /// The device, for the send task: lent to it while the device is
+    /// registered ([`DeviceRef::with`]).
+    dev: DeviceRef<Rrxe>,
     /// Set when the QP is destroyed: the send task does nothing after.
     dead: AtomicBool,
     /// Set by the RC timer when it fires, taken by the requester's run
@@ -171,13 +171,6 @@ pub struct QpShared {
     #[pin]
     timer: HrTimer<QpShared>,
 }
-
-// SAFETY: `dev` is only dereferenced by the send task while `dead` is
-// false, and destruction waits for the task (see `RrxeQp::drop`); the
-// rest is `Send + Sync` (locks, atomics, `Arc`s).
-unsafe impl Send for QpShared {}
-// SAFETY: See above.
-unsafe impl Sync for QpShared {}
 
 kernel::impl_has_work! {
     impl HasWork<Self> for QpShared { self.task }
@@ -212,10 +205,9 @@ impl WorkItem for QpShared {
         if this.dead.load(Ordering::Acquire) {
             return;
         }
-        // SAFETY: Not dead: the QP, and with it its device, is alive, and
-        // its destruction waits for this task to finish (`RrxeQp::drop`).
-        let dev = unsafe { &*this.dev };
-        this.run_task(dev);
+        // Nothing to do for a device being unregistered: its QPs are being
+        // destroyed.
+        this.dev.with(|dev| this.run_task(dev));
     }
 }
 
@@ -543,7 +535,7 @@ impl QpOps<Rrxe> for RrxeQp {
                 handle: init.handle,
                 route,
                 gate,
-                dev: core::ptr::from_ref(device),
+                dev: DeviceRef::new(device),
                 dead: AtomicBool::new(false),
                 timer_fired: AtomicBool::new(false),
                 flush_pending: AtomicBool::new(false),

@@ -16,7 +16,8 @@
 //! that share the driver id.
 //!
 //! Files: `registration` ([`Device`], [`NewDevice`], the registry and
-//! unregistration), `ops` (the `ib_device_ops` table), `port` (device,
+//! unregistration), `held` ([`DeviceRef`], a driver object's hold on its
+//! device), `ops` (the `ib_device_ops` table), `port` (device,
 //! port and GID queries) and `gid` (the device's own GIDs, kept as the core
 //! adds and deletes them). The callbacks of each object family live next to
 //! its abstraction: [`super::cq`], [`super::qp`], [`super::srq`],
@@ -24,10 +25,12 @@
 //! [`super::pd`].
 
 mod gid;
+mod held;
 mod ops;
 mod port;
 mod registration;
 
+pub use held::DeviceRef;
 pub(super) use registration::{init_registry, release_registry};
 pub use registration::{unregister_all, Device, NewDevice};
 

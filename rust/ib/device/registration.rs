@@ -388,7 +388,7 @@ pub(super) unsafe extern "C" fn enable_driver_callback<T: Driver>(
 /// # Safety
 ///
 /// `ib` must point to a live `ib_device`.
-unsafe fn device_of(ib: *mut bindings::ib_device) -> *mut bindings::device {
+pub(super) unsafe fn device_of(ib: *mut bindings::ib_device) -> *mut bindings::device {
     // SAFETY: The union's fields start where it does; `ib` is live.
     unsafe { (&raw mut (*ib).__bindgen_anon_1.dev).cast() }
 }
