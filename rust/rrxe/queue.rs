@@ -42,25 +42,22 @@ pub enum Role {
 enum Mem {
     /// Memory the owning process maps.
     User(UserMmapEntry),
-    /// Kernel memory of a kernel QP's ring (the kernel is both sides);
-    /// `ptr` is `buf`'s heap address, stable while `buf` lives.
-    Kernel { _buf: KVVec<u8>, ptr: *mut u8 },
+    /// Kernel memory of a kernel QP's ring (the kernel is both sides), as
+    /// words whose interior mutability lets the ring's methods write
+    /// through the shared buffer, as they do through a user ring's.
+    Kernel(KVVec<AtomicU32>),
     /// Released by the owner's destruction: the ring is empty and inert.
     Released,
 }
-
-// SAFETY: `ptr` points into the owned `_buf`; access is through the ring's
-// methods, which its owner serialises.
-unsafe impl Send for Mem {}
-// SAFETY: See above.
-unsafe impl Sync for Mem {}
 
 impl Mem {
     /// The buffer; `None` once released.
     fn as_ptr(&self) -> Option<*mut u8> {
         match self {
             Mem::User(e) => Some(e.as_ptr()),
-            Mem::Kernel { ptr, .. } => Some(*ptr),
+            // CAST: Bytes of `AtomicU32`s, which may be written through a
+            // shared reference.
+            Mem::Kernel(words) => Some(words.as_ptr().cast::<u8>().cast_mut()),
             Mem::Released => None,
         }
     }
@@ -127,13 +124,15 @@ impl UserRing {
     pub fn new_kernel(entries: u32, elem: u32, max_bytes: usize) -> Result<Self> {
         let geo = Geometry::new(entries, elem, max_bytes).ok_or(ENOMEM)?;
         let len = geo.buf_len().ok_or(ENOMEM)?;
-        let mut buf = KVVec::with_capacity(len, GFP_KERNEL)?;
-        buf.resize(len, 0u8, GFP_KERNEL)?;
-        let ptr = buf.as_mut_ptr();
+        let words = len.div_ceil(4);
+        let mut buf = KVVec::with_capacity(words, GFP_KERNEL)?;
+        for _ in 0..words {
+            buf.push(AtomicU32::new(0), GFP_KERNEL)?;
+        }
         // INVARIANT: `len` bytes, word aligned (kmalloc or vmalloc); both
         // indices 0.
         let r = Self {
-            entry: Mem::Kernel { _buf: buf, ptr },
+            entry: Mem::Kernel(buf),
             geo,
             role: Role::KernelConsumes,
             own: 0,
@@ -145,7 +144,7 @@ impl UserRing {
     /// Appends an entry as the producer of a kernel ring; `false` if full
     /// (or not a kernel ring). Allocates nothing and does not sleep.
     pub fn produce(&mut self, bytes: &[u8]) -> bool {
-        if !matches!(self.entry, Mem::Kernel { .. }) {
+        if !matches!(self.entry, Mem::Kernel(_)) {
             return false;
         }
         let (Some(prod), Some(w)) = (self.theirs(), self.index(ring::PRODUCER_OFF)) else {
@@ -228,7 +227,7 @@ impl UserRing {
                 size: e.len() as u32,
                 pad: 0,
             },
-            Mem::Kernel { .. } | Mem::Released => MmapInfo::default(),
+            Mem::Kernel(_) | Mem::Released => MmapInfo::default(),
         }
     }
 
