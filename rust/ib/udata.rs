@@ -111,10 +111,10 @@ impl Udata {
         // so that the header is where the bundle is.
         type BundleHdr = bindings::uverbs_attr_bundle__bindgen_ty_1_uverbs_attr_bundle_hdr;
         const { assert!(core::mem::offset_of!(bindings::uverbs_attr_bundle, __bindgen_anon_1) == 0) };
-        // SAFETY: A `Udata` is only formed from the driver udata of a uverbs
-        // command bundle (kernel callers pass none), whose context is a live
-        // context of this device for the call: `container_of(udata, struct
-        // uverbs_attr_bundle, driver_udata)->context`.
+        // A `Udata` is only formed from the driver udata of a uverbs command
+        // bundle (kernel callers pass none).
+        // SAFETY: The bundle's context (`container_of(udata, struct
+        // uverbs_attr_bundle, driver_udata)->context`) is live for the call.
         unsafe {
             let hdr = self
                 .as_raw()
