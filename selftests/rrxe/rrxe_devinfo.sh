@@ -10,7 +10,11 @@ ktap_set_plan 12
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
-mk_dummy rrxtd0 && ip link set rrxtd0 address 52:54:00:ab:cd:ef &&
+# The MAC is given when the dummy is created, not set after: udev's
+# MACAddressPolicy=persistent gives a new dummy a MAC of its own (for
+# rrxtd0, 1e:0d:2b:3d:d6:fc in the test guest), and a MAC set in between
+# can lose that race.
+ip link add rrxtd0 address 52:54:00:ab:cd:ef type dummy && ip link set rrxtd0 up &&
 	ip addr add 192.0.2.1/24 dev rrxtd0 || ktap_exit_fail_msg "dummy netdev setup failed"
 
 check "rdma link add creates the device" link_add rrxet0 rrxtd0
