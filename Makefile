@@ -145,6 +145,10 @@ bench: export RRXE_TEST_HOOKS := 0
 bench: setup
 	@set -uo pipefail; out=$(CURDIR)/bench-out rc=0; mkdir -p "$$out/loopback" "$$out/wire"; \
 	vars=(); while IFS= read -r v; do vars+=("$$v"); done < <(env | grep -E '^(BENCH_|RRXE_LINK_TYPE=)' | grep -v '^BENCH_TIMEOUT='); \
+	{ printf 'date\t%s\n' "$$(date -u +%F)"; \
+	  printf 'host_cpu\t"%s", %s cores\n' "$$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" "$$(nproc)"; \
+	  printf 'commit\t%s\n' "$$(git describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)"; \
+	  printf 'command\t%s\n' "$${vars[*]}$${vars:+ }make bench"; } >"$$out/meta.txt"; \
 	RRXE_OUT="$$out/loopback" $(TOOLS)/guest -- tools/bench | tee "$$out/loopback/bench.txt" || rc=1; \
 	RRXE_OUT="$$out/wire" RRXE_GUEST_TIMEOUT=$${BENCH_TIMEOUT:-21600} \
 		$(TOOLS)/guest -- env "$${vars[@]}" BENCH_OUT="$$out/wire" tools/bench --wire | \
@@ -156,7 +160,9 @@ bench: setup
 			tools/bench --pair | tee "$$out/bench-pair-$${g%%:*}.txt" || rc=1; \
 		/usr/bin/python3 $(TOOLS)/bench-report "$$out/pair-$${g%%:*}" --png >/dev/null || rc=1; \
 	done; \
+	/usr/bin/python3 $(TOOLS)/bench-doc "$$out" || rc=1; \
 	echo "bench: tables in $$out/loopback/bench.txt, $$out/wire/bench-wire.txt, $$out/bench-pair-lat.txt and $$out/bench-pair-bw.txt"; \
+	echo "bench: Documentation/bench/results.md's tables rewritten (git diff shows them)"; \
 	echo "bench: plots in $$out/wire/, $$out/pair-lat/ and $$out/pair-bw/ (bench-wire.png)"; \
 	exit $$rc
 
