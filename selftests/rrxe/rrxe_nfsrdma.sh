@@ -45,6 +45,8 @@ run_case() {
 	local desc=$1 out rc=0
 	shift
 	out=$("$@" 2>&1) || rc=1
+	# A case's "note: " lines are printed whatever its verdict.
+	grep '^note: ' <<<"$out" | sed "s/^note: /# $drv: /"
 	if [ "$drv" = rxe ]; then
 		rxe_res[$desc]=$rc
 		if [ $rc = 0 ]; then
@@ -162,7 +164,7 @@ case_data() {
 # A writer copies a 16 MiB file 6 times (64 KiB blocks, fsync each) while
 # nfsd stops and starts again.
 case_restart() {
-	local d=$mnt/restart w rc i
+	local d=$mnt/restart w rc i t
 	rm -rf "$d" && mkdir "$d" || return 1
 	(for i in 1 2 3 4 5 6; do
 		dd if="$orig/mid" of="$d/f$i" bs=64k conv=fsync status=none || exit 1
@@ -170,12 +172,14 @@ case_restart() {
 	w=$!
 	wait_for 60 test -s "$d/f2" || { echo "the writer did not start"; kill $w; return 1; }
 	S rpc.nfsd 0 || { echo "rpc.nfsd 0 failed"; return 1; }
-	echo "nfsd stopped at f2: $(stat -c %s "$exp/restart/f2" 2>/dev/null) bytes"
+	echo "note: v$v: nfsd stopped with $(stat -c %s "$exp/restart/f2" 2>/dev/null) bytes of f2 written"
 	sleep 2
 	nfsd_start || { echo "nfsd did not restart"; return 1; }
+	t=$SECONDS
 	rc=0
 	timeout_wait $w 240 || rc=$?
 	[ $rc = 0 ] || { echo "the writer failed ($rc)"; return 1; }
+	echo "note: v$v: the writer ended $((SECONDS - t)) s after nfsd was back"
 	for i in 1 2 3 4 5 6; do
 		cmp "$orig/mid" "$d/f$i" || return 1
 	done
