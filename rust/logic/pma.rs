@@ -15,6 +15,7 @@ const ATTR: usize = DATA + 40;
 
 const CLASS_PERF_MGMT: u8 = 0x04;
 const METHOD_GET: u8 = 0x01;
+const METHOD_SET: u8 = 0x02;
 const METHOD_GET_RESP: u8 = 0x81;
 const ATTR_CLASS_PORT_INFO: u16 = 0x0001;
 const ATTR_PORT_COUNTERS: u16 = 0x0012;
@@ -66,8 +67,14 @@ fn put64(b: &mut [u8], at: usize, v: u64) {
 /// reply keeps the request's header (transaction id included) with the
 /// GetResp method and a status; counters saturate as the spec asks (16.1.3.5),
 /// and data counters are in units of four bytes.
+///
+/// Only Get and Set are answered (Set with a status saying it is not
+/// supported). Any other method, a response above all, is left to the MAD
+/// layer, which never answers a response: a device that answered one
+/// would answer another device's answer, and two such devices would send
+/// each other MADs for as long as they exist.
 pub fn answer(inp: &[u8; MAD_SIZE], c: &PortCounters, out: &mut [u8; MAD_SIZE]) -> Answer {
-    if inp[1] != CLASS_PERF_MGMT {
+    if inp[1] != CLASS_PERF_MGMT || !matches!(inp[3], METHOD_GET | METHOD_SET) {
         return Answer::NotMine;
     }
     out.fill(0);
@@ -182,6 +189,18 @@ mod tests {
         assert_eq!(out[ATTR + 7], 0xff);
         assert_eq!(&out[ATTR + 24..ATTR + 28], &u32::MAX.to_be_bytes());
         assert_eq!(&out[ATTR + 32..ATTR + 36], &7u32.to_be_bytes());
+    }
+
+    #[test]
+    fn responses_and_other_methods_are_left_alone() {
+        // GetResp, another response, Send, Trap, TrapRepress, GetTable.
+        for method in [METHOD_GET_RESP, 0x82, 0x80, 0xff, 0x03, 0x05, 0x07, 0x12] {
+            let mut m = get(ATTR_PORT_COUNTERS, 1);
+            m[3] = method;
+            let mut out = [0xaau8; MAD_SIZE];
+            assert_eq!(answer(&m, &C, &mut out), Answer::NotMine, "{method:#x}");
+            assert!(out.iter().all(|&b| b == 0xaa));
+        }
     }
 
     #[test]

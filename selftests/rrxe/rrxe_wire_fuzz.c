@@ -28,8 +28,10 @@
  *	ahead of that request's and 2^12 to 2^20 behind (nak), or positive
  *	ACKs ahead (ack), until the stream stops or SECONDS pass. Fails if
  *	it found no stream.
- *   rrxe_wire_fuzz mad IF DMAC SRC4 DST4 COUNT LEN
- *	sends COUNT datagrams of LEN bytes to QP1.
+ *   rrxe_wire_fuzz mad IF DMAC SRC4 DST4 COUNT LEN [CLASS METHOD]
+ *	sends COUNT datagrams of LEN bytes to QP1 from QP1: CM MADs, or
+ *	with CLASS and METHOD, MADs of that class (version 1) and method,
+ *	attribute ClassPortInfo.
  *   rrxe_wire_fuzz join IF GROUP4 GROUP6 SECONDS
  *	joins the multicast groups on IF (in the device's namespace), so
  *	that multicast packets reach the UDP socket, and sleeps.
@@ -1244,8 +1246,12 @@ static int ack(unsigned int seconds)
 	return blind_acks(seconds, syns, sizeof(syns), ahead, 4, NULL, 0, "ACKs");
 }
 
-/* `count` UD datagrams of `len` bytes to QP1: MADs too long to be MADs. */
-static int mad(unsigned int count, unsigned int len)
+/*
+ * `count` UD datagrams of `len` bytes to QP1, from QP1: CM MADs (class -1;
+ * too long to be MADs with `len` over 256), or MADs of class `cls` and
+ * method `method`.
+ */
+static int mad(unsigned int count, unsigned int len, int cls, int method)
 {
 	struct dst d = { .exact = 1 };
 
@@ -1272,6 +1278,15 @@ static int mad(unsigned int count, unsigned int len)
 		t[20] = 1;
 		t[21] = 7;
 		t[22] = 2;
+		if (cls >= 0) {
+			/* Class version 1, status 0, attribute 1. */
+			t[21] = cls;
+			t[22] = 1;
+			t[23] = method;
+			memset(t + 24, 0, 4);
+			t[36] = 0;
+			t[37] = 1;
+		}
 		memset(t + 20 + len, 0, (4 - len % 4) % 4);
 		finish(b, 20 + len + (4 - len % 4) % 4, &d);
 	}
@@ -1445,9 +1460,10 @@ int main(int argc, char **argv)
 		setup(argv + 2, 0);
 		return *m == 'n' ? nak(atoi(argv[6])) : ack(atoi(argv[6]));
 	}
-	if (argc == 8 && !strcmp(m, "mad")) {
+	if ((argc == 8 || argc == 10) && !strcmp(m, "mad")) {
 		setup(argv + 2, 0);
-		return mad(atoi(argv[6]), atoi(argv[7]));
+		return mad(atoi(argv[6]), atoi(argv[7]), argc == 10 ? (int)strtol(argv[8], NULL, 0) : -1,
+			   argc == 10 ? (int)strtol(argv[9], NULL, 0) : 0);
 	}
 	if (argc == 12 && !strcmp(m, "one")) {
 		setup(argv + 2, 0);
@@ -1461,7 +1477,7 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"usage: %s fuzz IF DMAC SRC4 DST4 SRC6 DST6 COUNT SEED [RCVD_PKTS]\n"
 		"       %s nak|ack IF DMAC SRC4 DST4 SECONDS\n"
-		"       %s mad IF DMAC SRC4 DST4 COUNT LEN\n"
+		"       %s mad IF DMAC SRC4 DST4 COUNT LEN [CLASS METHOD]\n"
 		"       %s join IF GROUP4 GROUP6 SECONDS\n"
 		"       %s flood IF DMAC SRC4 DST4 SECONDS BAD LEN\n"
 		"       %s one IF DMAC SRC4 DST4 KIND QPN PSN QKEY COUNT LEN\n"

@@ -24,7 +24,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 13
+ktap_set_plan 14
 
 A=rrxtfa B=rrxtfb
 # The debug kernel's receive path is some 15 times slower here: a million
@@ -106,6 +106,31 @@ oversized_mads() {
 		rping -c -a 10.78.0.2 -p 7174 -C 5 -S 100 -V
 }
 check "600 MADs of 1 KiB to QP1 leave rdma_cm working (rping -V connects)" oversized_mads
+
+# A performance management MAD from the peer's QP1 gets an answer only if
+# it is a request: one Get(ClassPortInfo) makes the device answer once,
+# and the answer, a GetResp, gets none from the peer's device (which, if
+# it answered it, and its answer in turn, would keep the two devices
+# sending MADs to each other for as long as they exist); a GetResp
+# injected on its own gets none either.
+pma_count() {
+	echo "$(cat /sys/class/infiniband/rrxefa/ports/1/hw_counters/rcvd_pkts) $(cat /sys/class/infiniband/rrxefb/ports/1/hw_counters/rcvd_pkts)"
+}
+pma_answers() {
+	local a0 b0 a1 b1 a2 b2
+	read -r a0 b0 < <(pma_count)
+	ip netns exec $B "$bin" mad rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 1 256 4 1 || return 1
+	sleep 3
+	read -r a1 b1 < <(pma_count)
+	echo "# Get: rrxefa received $((a1 - a0)), rrxefb $((b1 - b0)) in 3 s"
+	ip netns exec $B "$bin" mad rrxtvb "$mac_a" 10.78.0.2 10.78.0.1 1 256 4 0x81 || return 1
+	sleep 3
+	read -r a2 b2 < <(pma_count)
+	echo "# GetResp: rrxefa received $((a2 - a1)), rrxefb $((b2 - b1)) in 3 s"
+	[ $((a1 - a0)) = 1 ] && [ $((b1 - b0)) = 1 ] && [ $((a2 - a1)) = 1 ] && [ $((b2 - b1)) = 0 ]
+}
+check "a performance MAD is answered if it is a request, once, and never a response (no MAD ping-pong between devices)" \
+	pma_answers
 
 # Multicast packets reach the UDP socket only for a group the netdev joined.
 ip netns exec $A "$bin" join rrxtva 239.1.2.3 ff0e::102 3600 &
