@@ -446,16 +446,21 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
     }
 
     /// Spends a retry on the `k`-th WQE: a transport retry, or with `rnr`
-    /// an RNR retry, from a budget of `limit` (7: without limit). Rewinds
-    /// to the WQE and returns true, or, with none left, finishes it with
-    /// the matching error and returns false.
+    /// an RNR retry, from a budget of `limit`. Rewinds to the WQE and
+    /// returns true, or, with none left, finishes it with the matching
+    /// error and returns false.
+    ///
+    /// An RNR retry count of 7 means without limit; a transport retry
+    /// count of 7 is seven retries, as the IB spec has it and hardware
+    /// does (rdma_rxe retries for ever there: a requester whose peer went
+    /// away before its last ACK was out would send until destroyed).
     pub fn retry(&mut self, cons: u32, k: u32, rnr: bool, limit: u8) -> bool {
         let left = if rnr {
             &mut self.rnr_left
         } else {
             &mut self.retry_left
         };
-        if limit != 7 {
+        if !(rnr && limit == 7) {
             if *left == 0 {
                 let i = self.slot_of(cons, k);
                 if let Some(f) = self.flights[i].as_mut() {
@@ -704,9 +709,21 @@ mod tests {
             (f.state, f.wc.status),
             (FState::Done, status::RETRY_EXC_ERR)
         );
-        // 7 retries without limit.
+        // 7 RNR retries: without limit.
         assert!(w.retry(0, 1, true, 7));
         assert_eq!(w.rnr_left, 0);
+        // 7 transport retries: seven.
+        w.retry_left = 7;
+        for left in (0..7).rev() {
+            assert!(w.retry(0, 1, false, 7));
+            assert_eq!(w.retry_left, left);
+        }
+        assert!(!w.retry(0, 1, false, 7));
+        let f = w.flights[w.slot_of(0, 1)].unwrap();
+        assert_eq!(
+            (f.state, f.wc.status),
+            (FState::Done, status::RETRY_EXC_ERR)
+        );
         w.reset();
         assert_eq!((w.taken, w.next, w.off), (0, 0, 0));
         assert!(w.flights.iter().all(|f| f.is_none()));

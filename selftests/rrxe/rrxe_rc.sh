@@ -40,7 +40,7 @@ check "RC WRITE of 64 KiB, WRITE with immediate, READ of 64 KiB + 1, 1 byte and 
 check "RC FETCH_AND_ADD and CMP_AND_SWP (swap and no swap); two QPs race 400 fetch_add(1): all values distinct" t atomic
 check "RC RNR: no receive and rnr_retry 0 gives RNR_RETRY_EXC_ERR; with rnr_retry 7 a receive posted 200 ms late takes the SEND" \
 	t rnr
-check "RC transport retries: a WRITE to a destroyed QP is retried 3 times on a backed-off timer, none cut short, then RETRY_EXC_ERR; counters match (4 rounds)" \
+check "RC transport retries: a WRITE to a destroyed QP is retried 3 times on a backed-off timer, none cut short, then RETRY_EXC_ERR; counters match (4 rounds); at retry_cnt 7, 7 times (not for ever)" \
 	t retry
 check "RC error: both QPs in ERR, later WQEs and the receives flushed with WR_FLUSH_ERR, target unchanged" t flush_err
 check "RC remote access violations (foreign PD, wrong key, past the MR, u64 wrap, access rights, misaligned atomic, invalidated and foreign windows) fail, target unchanged" \
@@ -146,8 +146,8 @@ check "ibv_rc_pingpong -c between namespaces: 300000-byte messages at a 1 KiB MT
 # which modify_qp accepts, as rdma_rxe does (it checks against the port's
 # max_mtu only). Messages that fit in one packet of the link pass; an 8 KiB
 # SEND, whose 4096-byte packets the IP layer refuses (EMSGSIZE), fails at
-# once with LOC_QP_OP_ERR instead of being retried forever (retry_cnt 7
-# means no limit). rdma_rxe fails it at once too: it sets LOC_QP_OP_ERR,
+# once with LOC_QP_OP_ERR instead of being retried until the retries run
+# out (rdma_rxe's retries at retry_cnt 7 never do). rdma_rxe fails it at once too: it sets LOC_QP_OP_ERR,
 # and its QP's error flush then reports the WQE as WR_FLUSH_ERR.
 big_mtu() {
 	local ga pid rc t0 t

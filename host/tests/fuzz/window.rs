@@ -113,7 +113,10 @@ impl Sim {
         let (retry_cnt, rnr_retry) = if chaos {
             (r.below(8) as u8, r.below(8) as u8)
         } else {
-            (7, 7)
+            // Retries that do not run out within a run: RNR retry count 7
+            // is without limit; a transport count of 7 is only seven, so
+            // the window gets more than any QP attribute can ask for.
+            (u8::MAX, 7)
         };
         w.retry_left = retry_cnt;
         w.rnr_left = rnr_retry;

@@ -20,9 +20,10 @@
 //! sequence NAK, a response past one that a read or atomic still waits for
 //! (responses come in PSN order, so that one was lost), or the retransmit
 //! timer (4.096 µs · 2^timeout) rewinds the requester to the first
-//! unfinished WQE, within `retry_cnt`; a read asks again only for the data
-//! it lacks. An RNR NAK waits the time its code gives, within `rnr_retry`
-//! (7: without limit). Other NAKs complete the WQE with the error rxe
+//! unfinished WQE, within `retry_cnt` (7 is seven retries, as the IB spec
+//! has it; rxe's are then without limit); a read asks again only for the
+//! data it lacks. An RNR NAK waits the time its code gives, within
+//! `rnr_retry` (7: without limit). Other NAKs complete the WQE with the error rxe
 //! reports, and the QP enters ERR, flushing the rest.
 //!
 //! **Responder** (`responder`, `execute`). Checks the PSN (duplicates are

@@ -261,8 +261,9 @@ pub(super) fn pump(dev: &Device<Rrxe>, qp: &Arc<QpShared>, budget: u32) -> bool 
             // empty response: one packet each) still goes out: its
             // consumer may destroy the QP the moment a receive completes,
             // before this context sends that SEND's ACK, and the peer's
-            // requester would retry it (for ever at retry_cnt 7). rxe's
-            // destroy waits for its responder, which sends it.
+            // requester would retry it until its retries ran out, and fail
+            // a SEND that arrived. rxe's destroy waits for its responder,
+            // which sends it.
             if qp.is_dead() {
                 while matches!(rc.replies.front_mut(), Some(Reply::Read(_))) {
                     rc.replies.pop();
