@@ -6,7 +6,8 @@
 //!
 //! A response counts only at a PSN the requester has sent and not yet seen
 //! acknowledged: from the first PSN of the oldest outstanding WQE up to the
-//! last PSN sent. A NAK or RNR NAK must moreover carry a PSN of the WQE it
+//! last PSN sent, before a rewind too (an ACK that answers the first pass
+//! of a SEND or WRITE sent again completes it). A NAK or RNR NAK must moreover carry a PSN of the WQE it
 //! is about (as rxe's `check_psn` asks): one of that WQE's PSNs that has
 //! been sent, after the last one an ACK covered. Anything else (a
 //! duplicate, a stale NAK, or a PSN never sent, which only a spoofer
@@ -134,8 +135,8 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         Taken { progressed, action }
     }
 
-    /// Whether `psn` is one the requester has sent (in the current pass,
-    /// after any rewind) from the oldest outstanding WQE on.
+    /// Whether `psn` is one the requester has sent (in this pass or one a
+    /// rewind took back) from the oldest outstanding WQE on.
     pub fn outstanding_psn(&self, cons: u32, psn: u32) -> bool {
         let Some(o) = self.oldest_outstanding(cons) else {
             return false;
@@ -143,8 +144,105 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         let Some(f) = self.flights[self.slot_of(cons, o)].as_ref() else {
             return false;
         };
-        let sent = psn_sub(self.psn, f.first_psn);
+        let sent = psn_sub(self.sent_end(), f.first_psn);
         psn_sub(psn, f.first_psn) < sent
+    }
+
+    /// The PSN after the furthest packet sent: `psn`, or further while a
+    /// rewind has taken `psn` back. Responses up to there answer packets
+    /// that went out; the responder may answer the first pass's after the
+    /// retransmit timer fired, and then be gone (its consumer destroys
+    /// its QP once its receive completes), as rxe's completer allows.
+    pub fn sent_end(&self) -> u32 {
+        match self.high {
+            Some(h) if psn_diff(h, self.psn) > 0 => h,
+            _ => self.psn,
+        }
+    }
+
+    /// Whether the flight `f`, unfinished, a SEND or WRITE, had packets out
+    /// in a pass a rewind took back (a read or atomic waits for the answer
+    /// to its retry: see `restart`).
+    fn went_out(&self, f: &Flight) -> bool {
+        !f.local() && !f.rd_atomic() && psn_diff(f.first_psn, self.sent_end()) < 0
+    }
+
+    /// The first unfinished WQE with packets out (sent, being sent, or sent
+    /// before a rewind), by index from the consumer.
+    pub fn oldest_outstanding(&self, cons: u32) -> Option<u32> {
+        let end = if self.off > 0 {
+            self.next + 1
+        } else {
+            self.next
+        };
+        let k = (0..self.taken).find(|&k| {
+            self.flights[self.slot_of(cons, k)]
+                .as_ref()
+                .is_some_and(|f| f.state != FState::Done)
+        })?;
+        let f = self.flights[self.slot_of(cons, k)].as_ref()?;
+        (k < end || self.went_out(f)).then_some(k)
+    }
+
+    /// Whether a positive acknowledgement of `psn` reaches the oldest
+    /// outstanding WQE: progress, which restarts the retransmit timer.
+    pub fn acks_outstanding(&self, cons: u32, psn: u32) -> bool {
+        self.oldest_outstanding(cons).is_some_and(|o| {
+            self.flights[self.slot_of(cons, o)]
+                .as_ref()
+                .is_some_and(|f| psn_diff(psn, f.first_psn) >= 0)
+        })
+    }
+
+    /// Finishes the SENDs and WRITEs a response with PSN `psn` acknowledges:
+    /// everything wholly before it (and, when it is itself a positive ACK,
+    /// ending at it), up to the first WQE that needs a response of its own.
+    /// A WQE sent whole before a rewind counts as sent; when the response
+    /// covers WQEs being sent again, sending goes on after them. Returns
+    /// the index of the first WQE not finished, and whether any was.
+    pub fn ack_through(&mut self, cons: u32, psn: u32, plain_ack: bool) -> (u32, bool) {
+        let mut progressed = false;
+        let mut k = 0u32;
+        let end = self.sent_end();
+        let mut resume = None;
+        while k < self.taken {
+            let i = self.slot_of(cons, k);
+            let Some(mut f) = self.flights[i] else {
+                break;
+            };
+            if f.state == FState::Done {
+                k += 1;
+                continue;
+            }
+            let before = psn_diff(f.last_psn(), psn) < 0;
+            let this_ack = psn_diff(f.last_psn(), psn) == 0 && plain_ack;
+            // Sent whole, in this pass or before a rewind.
+            let sent = if k < self.next {
+                f.state == FState::Sent
+            } else {
+                self.went_out(&f) && psn_diff(f.last_psn(), end) < 0
+            };
+            if f.rd_atomic() || !sent || !(before || this_ack) {
+                break;
+            }
+            f.wc.byte_len = f.len as u32;
+            f.state = FState::Done;
+            self.flights[i] = Some(f);
+            progressed = true;
+            resume = Some(psn_add(f.last_psn(), 1));
+            k += 1;
+        }
+        if let (true, Some(p)) = (k > self.next, resume) {
+            // Past what was being sent again: the next packet is the first
+            // of WQE `k`.
+            self.next = k;
+            self.off = 0;
+            self.psn = p;
+            if self.high.is_some_and(|h| psn_diff(h, p) <= 0) {
+                self.high = None;
+            }
+        }
+        (k, progressed)
     }
 
     /// Whether a positive response at `psn` shows that the response the
@@ -263,6 +361,38 @@ mod tests {
         // The rest of the old answer starts no retry of its own.
         assert_eq!(w.lost_at, Some(11));
         assert_eq!(state(&w, send).0, FState::Sent);
+    }
+
+    #[test]
+    fn ack_for_a_psn_sent_before_a_rewind_counts() {
+        // A SEND (PSNs 100..=102) sent whole; the retransmit timer rewinds
+        // the requester, which has sent the first packet again when the
+        // ACK for the last PSN of the first pass comes: it covers the
+        // SEND, whose responder may already be gone.
+        let mut w = window(100);
+        w.retry_left = 7;
+        let send = post(&mut w, Opcode::Send, 3000, None);
+        assert!(w.retry(0, 0, false, 7));
+        assert_eq!(w.psn, 100);
+        let f = w.flights[send].unwrap();
+        w.sent(send, f, 100, 1024, false);
+        let t = w.take_response(0, op::ACK, 102, Syndrome::Ack);
+        assert!(t.progressed);
+        assert_eq!(state(&w, send), (FState::Done, status::SUCCESS));
+        // Before any packet went again, too.
+        let mut w = window(100);
+        w.retry_left = 7;
+        let send = post(&mut w, Opcode::Send, 3000, None);
+        assert!(w.retry(0, 0, false, 7));
+        let t = w.take_response(0, op::ACK, 102, Syndrome::Ack);
+        assert!(t.progressed);
+        assert_eq!(state(&w, send), (FState::Done, status::SUCCESS));
+        // Still nothing past the highest PSN sent.
+        let mut w = window(100);
+        w.retry_left = 7;
+        post(&mut w, Opcode::Send, 3000, None);
+        assert!(w.retry(0, 0, false, 7));
+        assert_eq!(w.take_response(0, op::ACK, 103, Syndrome::Ack), NONE);
     }
 
     #[test]

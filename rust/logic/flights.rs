@@ -248,6 +248,9 @@ pub struct Window<S> {
     pub rd_atomic: u32,
     /// The last PSN a positive acknowledgement covered.
     pub acked: Option<u32>,
+    /// The PSN after the furthest packet sent, while a rewind has taken
+    /// `psn` back behind it (see `sent_end`).
+    pub high: Option<u32>,
     /// Transport retries left (`retry_cnt`).
     pub retry_left: u8,
     /// RNR retries left (`rnr_retry`).
@@ -275,6 +278,7 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
             psn: 0,
             rd_atomic: 0,
             acked: None,
+            high: None,
             retry_left: 0,
             rnr_left: 0,
             stalled: false,
@@ -293,6 +297,7 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         self.off = 0;
         self.rd_atomic = 0;
         self.acked = None;
+        self.high = None;
         self.stalled = false;
         self.lost_at = None;
     }
@@ -381,6 +386,9 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
             self.off += plen;
             self.psn = psn_add(psn, 1);
         }
+        if self.high.is_some_and(|h| psn_diff(h, self.psn) <= 0) {
+            self.high = None;
+        }
         self.flights[i] = Some(f);
     }
 
@@ -419,6 +427,7 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
         }
         if k <= self.next && k < self.taken {
             if let Some(f) = self.flights[self.slot_of(cons, k)].as_ref() {
+                self.high = Some(self.sent_end());
                 self.psn = f.first_psn;
             }
             self.next = k;
@@ -492,61 +501,6 @@ impl<S: DerefMut<Target = [Option<Flight>]>> Window<S> {
                 self.lost_at = Some(f.next_response_psn());
             }
         }
-    }
-
-    /// The first unfinished WQE with packets out (sent, or being sent), by
-    /// index from the consumer.
-    pub fn oldest_outstanding(&self, cons: u32) -> Option<u32> {
-        let end = if self.off > 0 {
-            self.next + 1
-        } else {
-            self.next
-        };
-        (0..end.min(self.taken)).find(|&k| {
-            self.flights[self.slot_of(cons, k)]
-                .as_ref()
-                .is_some_and(|f| f.state != FState::Done)
-        })
-    }
-
-    /// Whether a positive acknowledgement of `psn` reaches the oldest
-    /// outstanding WQE: progress, which restarts the retransmit timer.
-    pub fn acks_outstanding(&self, cons: u32, psn: u32) -> bool {
-        self.oldest_outstanding(cons).is_some_and(|o| {
-            self.flights[self.slot_of(cons, o)]
-                .as_ref()
-                .is_some_and(|f| psn_diff(psn, f.first_psn) >= 0)
-        })
-    }
-
-    /// Finishes the SENDs and WRITEs a response with PSN `psn` acknowledges:
-    /// everything wholly before it (and, when it is itself a positive ACK,
-    /// ending at it), up to the first WQE that needs a response of its own.
-    /// Returns the index of the first WQE not finished, and whether any
-    /// was.
-    pub fn ack_through(&mut self, cons: u32, psn: u32, plain_ack: bool) -> (u32, bool) {
-        let mut progressed = false;
-        let mut k = 0u32;
-        while k < self.next {
-            let i = self.slot_of(cons, k);
-            let Some(f) = self.flights[i].as_mut() else {
-                break;
-            };
-            if f.state == FState::Done {
-                k += 1;
-                continue;
-            }
-            let before = psn_diff(f.last_psn(), psn) < 0;
-            let this_ack = psn_diff(f.last_psn(), psn) == 0 && plain_ack;
-            if f.rd_atomic() || f.state != FState::Sent || !(before || this_ack) {
-                break;
-            }
-            f.wc.byte_len = f.len as u32;
-            f.state = FState::Done;
-            progressed = true;
-            k += 1;
-        }
-        (k, progressed)
     }
 
     /// The `k`-th WQE and its slot, if it has packets out: what a NAK or a

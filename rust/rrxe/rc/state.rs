@@ -267,6 +267,7 @@ impl ReqState {
     /// Sets the requester's next PSN (`modify_qp` with SQ_PSN).
     pub fn set_sq_psn(&mut self, psn: u32) {
         self.win.psn = psn & 0x00ff_ffff;
+        self.win.high = None;
     }
 
     /// Takes the retry counters (`modify_qp` with RETRY_CNT/RNR_RETRY).
