@@ -27,8 +27,8 @@
  *                all (WR_FLUSH_ERR, each wr_id once) without keeping
  *                interrupts off for long: the CPU's local timer
  *                interrupts (LOC in /proc/interrupts) handled during
- *                ibv_modify_qp must be at least half of those its time
- *                spans (their rate measured first, in a busy loop).
+ *                ibv_modify_qp must be at least a third of those its
+ *                time spans (their rate measured first, in a busy loop).
  *                With interrupts off for the whole flush, one that fell
  *                in it is handled once, after it. A perf cpu-clock event
  *                on CPU 0 adds a timer interrupt every 200 us to the
@@ -721,7 +721,7 @@ static int mode_flush_irqs(void)
 	       rounds, FLUSH_WQES, us, expected, hz, ticks);
 	if (expected < 12 || rounds < 4)
 		FAIL("the flushes were too quick (%d of %d spanned 3 timer interrupts) to tell", rounds, tries);
-	if (ticks * 2 < expected)
+	if (ticks * 3 < expected)
 		FAIL("CPU 0 handled %ld timer interrupts during flushes spanning %.1f ticks: interrupts were off for most of them",
 		     ticks, expected);
 	return 0;
