@@ -7,12 +7,12 @@
 //! A response counts only at a PSN the requester has sent and not yet seen
 //! acknowledged: from the first PSN of the oldest outstanding WQE up to the
 //! last PSN sent, before a rewind too (an ACK that answers the first pass
-//! of a SEND or WRITE sent again completes it). A NAK or RNR NAK must moreover carry a PSN of the WQE it
-//! is about (as rxe's `check_psn` asks): one of that WQE's PSNs that has
-//! been sent, after the last one an ACK covered. Anything else (a
-//! duplicate, a stale NAK, or a PSN never sent, which only a spoofer
-//! sends) is ignored, so a blind spoofer has to hit one of the few PSNs in
-//! flight rather than any of half the PSN space.
+//! of a SEND or WRITE sent again completes it). A NAK or RNR NAK must
+//! moreover carry a PSN of the WQE it is about (as rxe's `check_psn` asks):
+//! one of that WQE's PSNs that has been sent, after the last one an ACK
+//! covered. Anything else (a duplicate, a stale NAK, or a PSN never sent,
+//! which only a spoofer sends) is ignored, so a blind spoofer has to hit
+//! one of the few PSNs in flight rather than any of half the PSN space.
 
 use super::flights::{nak_status, FState, Flight, Window};
 use super::rc::{op, psn_diff, read_resp_pos, Nak, Syndrome};

@@ -23,8 +23,8 @@
 //! unfinished WQE, within `retry_cnt` (7 is seven retries, as the IB spec
 //! has it; rxe's are then without limit); a read asks again only for the
 //! data it lacks. An RNR NAK waits the time its code gives, within
-//! `rnr_retry` (7: without limit). Other NAKs complete the WQE with the error rxe
-//! reports, and the QP enters ERR, flushing the rest.
+//! `rnr_retry` (7: without limit). Other NAKs complete the WQE with the
+//! error rxe reports, and the QP enters ERR, flushing the rest.
 //!
 //! **Responder** (`responder`, `execute`). Checks the PSN (duplicates are
 //! re-ACKed, or replayed from the ring of responder resources for reads and
