@@ -272,22 +272,15 @@ type Refusal = (Counter, Site);
 
 const BAD_HDR: Refusal = (Counter::RcvdHdrErr, Site::DropHdr);
 
-/// A received packet's headers, checked: IP and UDP, the ICRC when
-/// `verify_icrc`, the BTH and the destination GID. Anything malformed is
-/// refused, with the reason, and then dropped, as the wire allows.
-fn checked<'a>(dev: &Device<Rrxe>, pkt: &'a [u8], verify_icrc: bool) -> Result<RxPkt<'a>, Refusal> {
+/// A received packet's headers, checked: IP and UDP, the BTH and the
+/// destination GID. Anything malformed is refused, with the reason, and
+/// then dropped, as the wire allows. The ICRC is [`icrc_ok`]'s.
+fn checked<'a>(dev: &Device<Rrxe>, pkt: &'a [u8]) -> Result<RxPkt<'a>, Refusal> {
     let ip = pkt::parse(pkt).map_err(|_| BAD_HDR)?;
     let pkt = &pkt[..ip.total];
     let udp = &pkt[ip.ip_len + UDP_HDR..];
     if udp.len() < hdr::BTH + hdr::ICRC_SIZE {
         return Err(BAD_HDR);
-    }
-    if verify_icrc {
-        let (body, trailer) = pkt.split_at(pkt.len() - hdr::ICRC_SIZE);
-        match icrc(body) {
-            Ok(c) if c.to_le_bytes() == trailer => {}
-            _ => return Err((Counter::RcvdIcrcErr, Site::DropIcrc)),
-        }
     }
     let (bth, layout, range) = hdr::split(udp).ok_or(BAD_HDR)?;
     // TVer 0, QPN 0 unused.
@@ -310,6 +303,12 @@ fn checked<'a>(dev: &Device<Rrxe>, pkt: &'a [u8], verify_icrc: bool) -> Result<R
     })
 }
 
+/// Whether the ICRC of a packet [`checked`] took is right.
+fn icrc_ok(pkt: &[u8], rx: &RxPkt<'_>) -> bool {
+    let (body, trailer) = pkt[..rx.ip.total].split_at(rx.ip.total - hdr::ICRC_SIZE);
+    matches!(icrc(body), Ok(c) if c.to_le_bytes() == trailer)
+}
+
 /// Counts a packet [`checked`] refused, and prints its debug line (the
 /// source parsed again only then: a flood of bad packets pays the count
 /// alone).
@@ -327,15 +326,17 @@ fn refused(dev: &Device<Rrxe>, pkt: &[u8], (counter, site): Refusal) {
 }
 
 /// The softirq's look at a packet before it is queued: IP/UDP checks, the
-/// ICRC, the BTH, the destination GID, and that a QP has the destination
-/// QP number (QP1 and multicast aside). Nothing here sleeps or takes a
+/// BTH, the destination GID, that a QP has the destination QP number (QP1
+/// and multicast aside), and then the ICRC. Nothing here sleeps or takes a
 /// lock, so a flood of packets that fail these checks, to no QP or with a
 /// bad ICRC, is dropped where the network stack accounts for its receive
-/// work, as rdma_rxe drops it. A packet to no QP is counted as received
+/// work, as rdma_rxe drops it. As in rdma_rxe, a packet to no QP is
+/// dropped before its ICRC is computed: a flood to QP numbers nobody has
+/// costs the headers' checks alone. Such a packet is counted as received
 /// first, as the transports count every packet that passed the checks
 /// before them; every drop is counted by its reason.
 pub fn rx_accept(dev: &Device<Rrxe>, pkt: &[u8]) -> bool {
-    let rx = match checked(dev, pkt, true) {
+    let rx = match checked(dev, pkt) {
         Ok(rx) => rx,
         Err(r) => {
             refused(dev, pkt, r);
@@ -344,12 +345,16 @@ pub fn rx_accept(dev: &Device<Rrxe>, pkt: &[u8]) -> bool {
     };
     let qpn = rx.bth.dqpn;
     let d = dev.data();
-    if qpn == crate::rrxe::qp::GSI_QPN || qpn == wqe::MCAST_QPN || d.qp_live().contains(qpn) {
-        return true;
+    if qpn != crate::rrxe::qp::GSI_QPN && qpn != wqe::MCAST_QPN && !d.qp_live().contains(qpn) {
+        count_received(dev, &rx);
+        no_qp(d, &rx);
+        return false;
     }
-    count_received(dev, &rx);
-    no_qp(d, &rx);
-    false
+    if !icrc_ok(pkt, &rx) {
+        refused(dev, pkt, (Counter::RcvdIcrcErr, Site::DropIcrc));
+        return false;
+    }
+    true
 }
 
 /// Counts a packet for a QP number no QP has.
@@ -396,7 +401,7 @@ impl core::fmt::Display for Gid<'_> {
 /// transport.
 pub fn rx(dev: &Device<Rrxe>, pkt: &[u8]) {
     crate::rrxe::glue::test_hold(crate::rrxe::glue::Site::Rx);
-    let rx = match checked(dev, pkt, false) {
+    let rx = match checked(dev, pkt) {
         Ok(rx) => rx,
         Err(r) => {
             refused(dev, pkt, r);

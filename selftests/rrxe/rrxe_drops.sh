@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Drop counters. An rrxe device in one namespace of a veth pair; from the
 # other, rrxe_wire_fuzz sends it one kind of bad packet at a time (a wrong
-# ICRC, transport version 1, a QP number no QP has, a wrong P_Key, a wrong
-# Q_Key, a UD SEND to a QP with no receive posted, RC requests at a PSN
-# ahead of the window, a burst that overflows the receive queue), aimed at
+# ICRC, transport version 1, a QP number no QP has with a right and with a
+# wrong ICRC, a wrong P_Key, a wrong Q_Key, a UD SEND to a QP with no
+# receive posted, RC requests at a PSN ahead of the window, a burst that
+# overflows the receive queue), aimed at
 # the QPs rrxe_drops_test keeps in RTS and RTR; then a UD SEND to a
 # destination with no route. After each, every port counter is read back:
 # the one for that reason moved by exactly the packets sent, the packet
@@ -15,7 +16,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 14
+ktap_set_plan 15
 
 A=rrxtda B=rrxtdb
 cleanup_net
@@ -105,6 +106,10 @@ check "transport version 1: rcvd_hdr_err" \
 	case_ tver "$ud" 0 $qkey 1 64 -- rcvd_hdr_err=1
 check "a QP number no QP has: rcvd_unknown_qp (and rcvd_pkts, rcvd_bytes)" \
 	case_ ud 0xfedcba 0 $qkey 1 64 -- rcvd_unknown_qp=1 rcvd_pkts=1 rcvd_bytes=64
+# As in rdma_rxe, the QP number is looked at before the ICRC is
+# computed: a flood to QP numbers nobody has costs no ICRC.
+check "a wrong ICRC to a QP number no QP has: rcvd_unknown_qp, not rcvd_icrc_err" \
+	case_ icrc 0xfedcba 0 $qkey 1 64 -- rcvd_unknown_qp=1 rcvd_pkts=1 rcvd_bytes=64
 check "a wrong P_Key: rcvd_pkey_err" \
 	case_ pkey "$ud" 0 $qkey 1 64 -- rcvd_pkey_err=1
 check "a wrong Q_Key: rcvd_qkey_err (and rcvd_pkts, rcvd_bytes)" \
