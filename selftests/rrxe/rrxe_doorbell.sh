@@ -3,9 +3,11 @@
 # Doorbells: ibv_post_send returns promptly whatever it was asked to
 # send, and nothing a process posts keeps it, or the device, from going.
 # On one device (QPs of one device; their packets go by local delivery):
-# one UC SEND and one RC WRITE of 256 MiB each return from ibv_post_send
-# within 10 ms (50 ms on the debug kernel) and complete, the data checked
-# byte for byte; a process posting 8 GiB of UC SENDs in one call, killed
+# one UC SEND and one RC WRITE of 256 MiB, five times each: the caller
+# runs for at most 10 ms inside ibv_post_send (its own CPU time; 50 ms on
+# the debug kernel) and ibv_post_send returns within ten times that (the
+# best of the five for each), a fraction of the transfer's time, and the
+# transfers complete, the data checked byte for byte; a process posting 8 GiB of UC SENDs in one call, killed
 # with SIGKILL half a second later, exits within a second; with such a
 # transfer under way, `rdma link delete` finishes within 5 s;
 # the kernel reported nothing and rrxe unloads.
@@ -28,9 +30,9 @@ one() {
 	cat "$tmp/out"
 	return $rc
 }
-check "a UC SEND of 256 MiB: ibv_post_send returns within $limit ms (best of three), the data arrives" one uc
+check "a UC SEND of 256 MiB: the caller runs at most $limit ms in ibv_post_send, which returns within $((limit * 10)) ms (best of five), the data arrives" one uc
 sed 's/^/# /' "$tmp/out"
-check "an RC WRITE of 256 MiB: ibv_post_send returns within $limit ms (best of three), the data arrives" one rc
+check "an RC WRITE of 256 MiB: the caller runs at most $limit ms in ibv_post_send, which returns within $((limit * 10)) ms (best of five), the data arrives" one rc
 sed 's/^/# /' "$tmp/out"
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
