@@ -54,7 +54,7 @@ use kernel::{
         Monotonic,
     },
     transmute::AsBytes,
-    workqueue::{Work, WorkItem},
+    workqueue::Work,
 };
 
 /// The create response of the rxe ABI: the RQ's and the SQ's mmap info.
@@ -198,37 +198,11 @@ impl HrTimerCallback for QpShared {
     }
 }
 
-impl WorkItem for QpShared {
-    type Pointer = Arc<QpShared>;
-
-    fn run(this: Arc<QpShared>) {
-        if this.dead.load(Ordering::Acquire) {
-            return;
-        }
-        // Nothing to do for a device being unregistered: its QPs are being
-        // destroyed.
-        this.dev.with(|dev| this.run_task(dev));
-    }
-}
-
 impl QpShared {
-    /// Schedules the send task; a no-op while it is queued.
+    /// Schedules the send task (see `sq`, which runs it); a no-op while it
+    /// is queued.
     pub fn kick(self: &Arc<Self>) {
         let _ = crate::net::queue().enqueue(self.clone());
-    }
-
-    /// Runs the send task's work here and now, in the caller's context:
-    /// the receive path does, when a response from the wire opens the
-    /// requester's window, so that the requester goes on at once instead
-    /// of waiting for a kworker (which waits behind busy CPUs).
-    pub fn run_task(self: &Arc<Self>, dev: &Device<Rrxe>) {
-        if self.is_dead() {
-            return;
-        }
-        if self.ty == QpType::Rc {
-            crate::rrxe::rc::run_replies(dev, self);
-        }
-        let _ = crate::rrxe::sq::process_sq(dev, self, crate::rrxe::sq::Runner::Task);
     }
 
     /// Whether the RC timer fired since the last call (which clears it).
@@ -246,6 +220,12 @@ impl QpShared {
     /// Whether the QP is being destroyed.
     pub fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire)
+    }
+
+    /// Runs `op` on the QP's device, unless the device is being
+    /// unregistered (its QPs are being destroyed then): `None`.
+    pub(crate) fn with_device<R>(&self, op: impl FnOnce(&Device<Rrxe>) -> R) -> Option<R> {
+        self.dev.with(op)
     }
 
     /// Posts a completion to the send CQ; returns whether it was added.

@@ -27,6 +27,7 @@ use kernel::{
     prelude::*,
     sync::Arc,
     time::{Delta, Instant, Monotonic},
+    workqueue::WorkItem,
 };
 
 /// Who works through a send queue.
@@ -36,6 +37,28 @@ pub enum Runner {
     Doorbell,
     /// The QP's send task (a kworker), or the receive path running it.
     Task,
+}
+
+/// The QP's send task, on the module's workqueue (`QpShared::kick` queues
+/// it): the RC responder's queued replies, then the send queue. The
+/// transports queue it; nothing runs it inline, so the receive path never
+/// re-enters a QP's send processing.
+impl WorkItem for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        if this.is_dead() {
+            return;
+        }
+        // Nothing to do for a device being unregistered: its QPs are being
+        // destroyed.
+        this.with_device(|dev| {
+            if this.ty == QpType::Rc {
+                rc::run_replies(dev, &this);
+            }
+            let _ = process_sq(dev, &this, Runner::Task);
+        });
+    }
 }
 
 /// How long one run of a send queue works before it leaves the rest to the

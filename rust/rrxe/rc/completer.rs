@@ -111,13 +111,12 @@ pub fn completer(dev: &Device<Rrxe>, qp: &Arc<QpShared>, pkt: &RcPkt<'_>) {
         kick
     };
     settle(qp);
-    // A response from the wire is handled in the receive worker, which
-    // runs the requester at once; a local one comes from inside a QP's
-    // send processing (maybe this QP's own), which must not be reentered.
-    if kick && pkt.local {
+    // The receive path only moves the window: the requester goes on in the
+    // QP's send task, never inside the receive path (which a local
+    // response reaches from inside a QP's send processing, maybe this
+    // QP's own).
+    if kick {
         qp.kick();
-    } else if kick {
-        qp.run_task(dev);
     }
 }
 

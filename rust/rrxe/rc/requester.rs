@@ -147,9 +147,8 @@ fn drive(dev: &Device<Rrxe>, qp: &Arc<QpShared>, time: &mut RunBudget) -> Result
     // its receiver (a WRITE's target memory, in a ping-pong the next thing
     // anyone waits for) run now, before the timer and the completions. Not
     // under this QP's locks: what comes back may be a NAK for this QP,
-    // and the receive path runs the requester it rewinds at once (which
-    // takes `send_lock`). The timer starts after, from what is left
-    // unacknowledged.
+    // which the receive path applies under them. The timer starts after,
+    // from what is left unacknowledged.
     drop(buf);
     drop(bufs);
     if receive {
