@@ -220,7 +220,7 @@ static DEFINE_PER_CPU(struct kthread_worker *, rrxe_spread);
 
 /*
  * @draining: the owner is inside rrxe_rx_inline_drain. What a drain runs
- * can send again (an ACK that opens a window runs that QP's requester),
+ * can send again (a WRITE's ACK, a READ's response),
  * and a flush from there would drain inside the drain, one level deeper
  * of the kernel stack per queue noted; it waits for the outer one.
  */
@@ -592,7 +592,7 @@ void rrxe_rx_inline_end(void)
  * run: the packet's receiver need not wait for the sender to finish its
  * own bookkeeping. Nothing either inside a drain (see struct
  * rrxe_inline). Process context, holding no lock the receive path
- * takes (the receive path runs requesters: no QP's send lock).
+ * takes.
  */
 void rrxe_rx_inline_flush(void)
 {

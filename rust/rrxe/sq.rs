@@ -56,6 +56,9 @@ impl WorkItem for QpShared {
             if this.ty == QpType::Rc {
                 rc::run_replies(dev, &this);
             }
+            // Its errors (the QP is below RTS, or its WQE buffer could
+            // not be had) have no caller here; the next doorbell meets
+            // them and returns them.
             let _ = process_sq(dev, &this, Runner::Task);
         });
     }
