@@ -13,21 +13,35 @@
 # nfsd, rpc_pipefs, rpcbind, rpc.mountd and nfsdcld are per network
 # namespace: they run (nsenter --net, in the guest's mount namespace) in
 # the server's; the export and /var/lib/nfs are tmpfs mounts of the test.
+#
+# On the debug kernel (the hardening harness) only rrxe runs, NFSv4.2
+# alone, with a 16 MiB file, 50 small ones and a writer of 4 MiB files:
+# there the point is that no kernel report comes of it, and rdma_rxe's own
+# reports would fail the harness. The writer's files are smaller there so
+# that its fsync across the nfsd restart stays well within the guest's
+# hung-task watchdog (60 s): with 16 MiB files it ended 54 to 81 s after
+# nfsd was back.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 NS_S=rrxtnfss NS_C=rrxtnfsc
 SRV_IP=10.81.0.1 CLI_IP=10.81.0.2 PORT=20049
-DRIVERS=${RRXE_NFS_DRIVERS:-rxe rrxe}
-VERSIONS=${RRXE_NFS_VERSIONS:-3 4.2}
-BIG_MIB=${RRXE_NFS_BIG_MIB:-64}
-NSMALL=${RRXE_NFS_NSMALL:-200}
+DRIVERS="rxe rrxe" BIG_MIB=64 NSMALL=200 MID_MIB=16
+VERSIONS="3 4.2"
+[ "${RRXE_DEBUG:-0}" = 1 ] && DRIVERS=rrxe BIG_MIB=16 NSMALL=50 MID_MIB=4 VERSIONS=4.2
+DRIVERS=${RRXE_NFS_DRIVERS:-$DRIVERS}
+VERSIONS=${RRXE_NFS_VERSIONS:-$VERSIONS}
+BIG_MIB=${RRXE_NFS_BIG_MIB:-$BIG_MIB}
+NSMALL=${RRXE_NFS_NSMALL:-$NSMALL}
+# rrxe against rdma_rxe's results: only when both run.
+parity=0
+[[ " $DRIVERS " == *" rxe "* && " $DRIVERS " == *" rrxe "* ]] && parity=1
 
 # Cases per driver: the listener, four per NFS version, the teardown.
 nvers=$(wc -w <<<"$VERSIONS")
 per_drv=$((2 + 4 * nvers))
 ktap_print_header
-ktap_set_plan $((per_drv + 1))
+ktap_set_plan $((per_drv + parity))
 
 S() { nsenter --net=/run/netns/$NS_S "$@"; }
 C() { nsenter --net=/run/netns/$NS_C "$@"; }
@@ -161,7 +175,7 @@ case_data() {
 	(cd "$exp/data" && sha256sum --quiet -c "$base/sums") || { echo "sums differ in the export"; return 1; }
 }
 
-# A writer copies a 16 MiB file 6 times (64 KiB blocks, fsync each) while
+# A writer copies a MID_MIB MiB file 6 times (64 KiB blocks, fsync each) while
 # nfsd stops and starts again.
 case_restart() {
 	local d=$mnt/restart w rc i t
@@ -273,12 +287,12 @@ setup_net() {
 }
 
 # The originals: a BIG_MIB MiB file, NSMALL files of 1 to 64 KiB, and the
-# writer's 16 MiB file.
+# writer's MID_MIB MiB file.
 make_originals() {
 	local i
 	mkdir -p "$orig/small" &&
 		head -c $((BIG_MIB << 20)) /dev/urandom >"$orig/big" &&
-		head -c $((16 << 20)) /dev/urandom >"$orig/mid" || return 1
+		head -c $((MID_MIB << 20)) /dev/urandom >"$orig/mid" || return 1
 	for ((i = 0; i < NSMALL; i++)); do
 		head -c $(((RANDOM % 64 + 1) << 10)) /dev/urandom >"$orig/small/s$i" || return 1
 	done
@@ -342,7 +356,9 @@ for drv in $DRIVERS; do
 	echo "# $drv: $((SECONDS - t0)) s"
 done
 
-if [ "$lost" = 0 ]; then
+if [ $parity = 0 ]; then
+	:
+elif [ "$lost" = 0 ]; then
 	ktap_test_pass "rrxe passes every case rdma_rxe passes"
 else
 	ktap_test_fail "rrxe passes every case rdma_rxe passes ($lost lost)"
