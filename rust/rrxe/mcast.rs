@@ -9,7 +9,7 @@ use crate::logic::{
     limits,
     mcast::{self, Attach, Limits, McastError},
 };
-use crate::rrxe::device::Rrxe;
+use crate::rrxe::device::{Rrxe, RrxeDev};
 use kernel::prelude::*;
 
 /// One group.
@@ -83,4 +83,37 @@ pub fn detach(ibqp: &Qp<Rrxe>, gid: &[u8; 16]) -> Result {
     }
     t.total -= 1;
     Ok(())
+}
+
+/// A group's members at one moment, copied out of the table so that
+/// delivery runs without its lock. A group holds at most
+/// `MAX_MCAST_QP_ATTACH` QPs, so they fit here and no packet allocates.
+pub struct Members {
+    qpns: [u32; limits::MAX_MCAST_QP_ATTACH as usize],
+    len: usize,
+}
+
+impl Members {
+    /// The member QP numbers.
+    pub fn qpns(&self) -> &[u32] {
+        &self.qpns[..self.len]
+    }
+}
+
+/// The QPs of `dev` attached to the multicast group `gid` (none if there is
+/// no such group).
+pub fn members(dev: &RrxeDev, gid: &[u8; 16]) -> Members {
+    let mut out = Members {
+        qpns: [0; limits::MAX_MCAST_QP_ATTACH as usize],
+        len: 0,
+    };
+    let t = dev.mcast().lock();
+    if let Some(g) = t.groups.iter().find(|g| &g.gid == gid) {
+        // `attach` keeps a group within the array's length.
+        for (slot, &qpn) in out.qpns.iter_mut().zip(g.qpns.iter()) {
+            *slot = qpn;
+            out.len += 1;
+        }
+    }
+    out
 }

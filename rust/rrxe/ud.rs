@@ -27,6 +27,7 @@ use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
+    mcast::members,
     net::{self, Egress, Gid, RxPkt},
     qp::{overflow_to_err, QpShared},
     sge::{scatter_at, Gather},
@@ -157,7 +158,7 @@ fn address(dev: &Device<Rrxe>, qp: &QpShared, slot: &[u8], ah_num: u32) -> Optio
 fn send_datagram(dev: &Device<Rrxe>, dg: &Datagram<'_>) {
     let d = dev.data();
     if mcast::is_mcast_gid(&dg.dgid) {
-        for n in mcast_members(d, &dg.dgid).iter() {
+        for n in members(d, &dg.dgid).qpns() {
             deliver_local(d, &Datagram { dqpn: *n, ..*dg });
         }
         // Members on other hosts hear it on the wire; lost as a unicast
@@ -173,18 +174,6 @@ fn send_datagram(dev: &Device<Rrxe>, dg: &Datagram<'_>) {
         // Unroutable or no memory: lost, as a datagram may be.
         d.count(Counter::SendErr, 1);
     }
-}
-
-/// The QPs of this device attached to a multicast group.
-fn mcast_members(dev: &RrxeDev, gid: &[u8; 16]) -> KVec<u32> {
-    let t = dev.mcast().lock();
-    let mut v = KVec::new();
-    if let Some(g) = t.groups.iter().find(|g| &g.gid == gid) {
-        for &n in g.qpns.iter() {
-            let _ = v.push(n, GFP_KERNEL);
-        }
-    }
-    v
 }
 
 /// Local delivery counts as a packet sent and received.
@@ -259,7 +248,7 @@ pub fn rx(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
     };
     let mc = mcast::is_mcast_gid(&rx.ip.dgid);
     if rx.bth.dqpn == wqe::MCAST_QPN && mc {
-        for n in mcast_members(d, &rx.ip.dgid).iter() {
+        for n in members(d, &rx.ip.dgid).qpns() {
             deliver(d, &Datagram { dqpn: *n, ..dg });
         }
     } else if rx.bth.dqpn != wqe::MCAST_QPN && !mc {

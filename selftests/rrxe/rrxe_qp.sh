@@ -21,7 +21,7 @@ check "RC, UC, UD: invalid transitions and out-of-range values EINVAL; RESET..RT
 check "modify without IBV_QP_STATE is checked as RTS -> RTS: path_mtu, dest_qp_num, sq_psn EINVAL and unchanged; min_rnr_timer (RC), access flags (UC), Q_Key (UD) taken" \
 	t nostate
 check "moving to ERR completes 10 posted receives with WR_FLUSH_ERR, in order, on the receive CQ" t flush
-check "multicast: attach/detach, EINVAL for RC and when not attached, 56 QPs per group and 8192 groups (ENOMEM beyond), EBUSY on destroying an attached QP" t mcast
+check "multicast: attach/detach, EINVAL for RC and when not attached, 56 QPs per group and 8192 groups (ENOMEM beyond), a datagram to a full group reaches each of its 56 members intact, EBUSY on destroying an attached QP" t mcast
 check "1000 QPs at once, distinct numbers" t many 1000
 check "AHs need a GRH on RoCE; ah_num (1..32767, distinct) in the create response, none for old providers" t ah
 

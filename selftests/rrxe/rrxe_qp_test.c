@@ -10,7 +10,8 @@
  *   nostate      modify without IBV_QP_STATE is RTS -> RTS, checked
  *   ah           address handles: GRH required, ah_num in the response
  *   flush        moving to ERR completes posted receives with WR_FLUSH_ERR
- *   mcast        multicast attach/detach and rxe's limits
+ *   mcast        multicast attach/detach, rxe's limits, a datagram to a full
+ *                group reaching each of its 56 members
  *   many N       N QPs at once, distinct numbers
  *   leak N       N QPs, then exit without destroying them
  *   big N        one RC QP of N send and N receive WRs with the most
@@ -412,6 +413,105 @@ static void mgid(union ibv_gid *g, unsigned n)
 	g->raw[15] = n;
 }
 
+/*
+ * A datagram sent to multicast group `g`, of which q[0] to q[55] are the
+ * members (a full group), reaches each member once, its payload intact.
+ * q[56] sends it. Every QP is taken to RTS here.
+ */
+static int mcast_deliver(struct ibv_qp **q, const union ibv_gid *g)
+{
+	enum { MEMBERS = 56, GRH_LEN = 40, LEN = 64, QKEY = 0x11111111 };
+	static uint8_t buf[MEMBERS + 1][GRH_LEN + LEN];
+	struct ibv_wc wc[MEMBERS + 1];
+	uint8_t seen[MEMBERS] = { 0 };
+	union ibv_gid sgid;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	int sgid_index = -1, recvs = 0, sends = 0, r;
+
+	for (int i = 0; i < 16 && sgid_index < 0; i++) {
+		static const uint8_t zero[16];
+
+		if (ibv_query_gid(ctx, 1, i, &sgid))
+			break;
+		if (memcmp(sgid.raw, zero, 16))
+			sgid_index = i;
+	}
+	if (sgid_index < 0)
+		FAIL("no GID on port 1");
+	for (int i = 0; i <= MEMBERS; i++) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+
+		r = ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+		a.qp_state = IBV_QPS_RTR;
+		r = r ?: ibv_modify_qp(q[i], &a, IBV_QP_STATE);
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 0;
+		r = r ?: ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		if (r)
+			FAIL("UD QP %d to RTS: %s", i, strerror(r));
+	}
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		FAIL("reg_mr: %s", strerror(errno));
+	memset(buf, 0xee, sizeof(buf));
+	for (int i = 0; i < LEN; i++)
+		buf[MEMBERS][GRH_LEN + i] = (uint8_t)(i * 7 + 1);
+	for (int i = 0; i < MEMBERS; i++) {
+		struct ibv_sge sge = { (uintptr_t)buf[i], GRH_LEN + LEN, mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		if ((r = ibv_post_recv(q[i], &wr, &bad)))
+			FAIL("post_recv on member %d: %s", i, strerror(r));
+	}
+	ah = ibv_create_ah(pd, &(struct ibv_ah_attr){
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = *g, .sgid_index = sgid_index, .hop_limit = 1 },
+	});
+	if (!ah)
+		FAIL("AH to the group: %s", strerror(errno));
+	{
+		struct ibv_sge sge = { (uintptr_t)&buf[MEMBERS][GRH_LEN], LEN, mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = 1000, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.ud = { .ah = ah, .remote_qpn = 0xffffff, .remote_qkey = QKEY },
+		}, *bad;
+
+		if ((r = ibv_post_send(q[MEMBERS], &wr, &bad)))
+			FAIL("post_send to the group: %s", strerror(r));
+	}
+	for (int t = 0; t < 5000 && recvs + sends < MEMBERS + 1; t++) {
+		int n = ibv_poll_cq(cq, MEMBERS + 1, wc);
+
+		if (n < 0)
+			FAIL("poll_cq: %d", n);
+		for (int k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS)
+				FAIL("completion wr_id %llu: status %s", (unsigned long long)wc[k].wr_id,
+				     ibv_wc_status_str(wc[k].status));
+			if (wc[k].wr_id == 1000) {
+				sends++;
+				continue;
+			}
+			if (wc[k].wr_id >= MEMBERS || wc[k].qp_num != q[wc[k].wr_id]->qp_num ||
+			    seen[wc[k].wr_id]++ || wc[k].byte_len != GRH_LEN + LEN)
+				FAIL("receive wr_id %llu on QP %u, %u bytes: not one per member",
+				     (unsigned long long)wc[k].wr_id, wc[k].qp_num, wc[k].byte_len);
+			if (memcmp(&buf[wc[k].wr_id][GRH_LEN], &buf[MEMBERS][GRH_LEN], LEN))
+				FAIL("member %llu received other bytes", (unsigned long long)wc[k].wr_id);
+			recvs++;
+		}
+		if (!n)
+			usleep(1000);
+	}
+	if (recvs != MEMBERS || sends != 1)
+		FAIL("%d of %d members received the datagram, %d send completions", recvs, MEMBERS, sends);
+	if (ibv_destroy_ah(ah) || ibv_dereg_mr(mr))
+		FAIL("cleanup: %s", strerror(errno));
+	return 0;
+}
+
 static int mode_mcast(void)
 {
 	static struct ibv_qp *q[57];
@@ -440,6 +540,8 @@ static int mode_mcast(void)
 			FAIL("QP %d of 56 on one group: %s", i, strerror(r));
 	if ((r = ibv_attach_mcast(q[56], &g, 0)) != ENOMEM)
 		FAIL("57th QP on one group: %d, expected ENOMEM", r);
+	if (mcast_deliver(q, &g))
+		return 1;
 	if (ibv_destroy_qp(q[3]) != EBUSY)
 		FAIL("an attached QP was destroyed");
 	for (int i = 0; i < 56; i++)
