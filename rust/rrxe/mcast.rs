@@ -110,10 +110,8 @@ pub fn members(dev: &RrxeDev, gid: &[u8; 16]) -> Members {
     let t = dev.mcast().lock();
     if let Some(g) = t.groups.iter().find(|g| &g.gid == gid) {
         // `attach` keeps a group within the array's length.
-        for (slot, &qpn) in out.qpns.iter_mut().zip(g.qpns.iter()) {
-            *slot = qpn;
-            out.len += 1;
-        }
+        out.len = g.qpns.len().min(out.qpns.len());
+        out.qpns[..out.len].copy_from_slice(&g.qpns[..out.len]);
     }
     out
 }
