@@ -28,7 +28,9 @@
 # make test                               set up, lint, build, run the host crate's
 #                                         tests, the selftests on the test kernel
 #                                         and the hardening harness on the debug
-#                                         kernel (KASAN, lockdep, kmemleak)
+#                                         kernel (KASAN, lockdep, kmemleak), which
+#                                         it counts as skipped until the debug
+#                                         kernel is built (make debug-kernel)
 # make test-debug                         all the selftests on the debug kernel
 #                                         (about 80 min)
 # make test-all                           both, and make blktests
