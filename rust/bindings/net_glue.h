@@ -65,6 +65,9 @@ enum rrxe_test_site {
 	RRXE_TEST_SITE_MR_COPY = 2,
 	/* The receive path's entry in process context, for each packet. */
 	RRXE_TEST_SITE_RX = 3,
+	/* A UD or UC WQE failed: its error completion is posted, the call
+	 * that sent it has not returned. */
+	RRXE_TEST_SITE_SEND_FAILED = 4,
 	RRXE_TEST_SITES,
 };
 void rrxe_test_hold(unsigned int site);

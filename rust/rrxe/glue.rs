@@ -91,6 +91,8 @@ pub enum Site {
     MrCopy = bindings::rrxe_test_site_RRXE_TEST_SITE_MR_COPY,
     /// The receive path's entry in process context, for each packet.
     Rx = bindings::rrxe_test_site_RRXE_TEST_SITE_RX,
+    /// A UD or UC WQE failed: its error completion is posted.
+    SendFailed = bindings::rrxe_test_site_RRXE_TEST_SITE_SEND_FAILED,
 }
 
 /// Holds the caller here if the test build's `test_hold_site` names

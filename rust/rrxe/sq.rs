@@ -191,18 +191,23 @@ pub fn process_sq(dev: &Device<Rrxe>, qp: &Arc<QpShared>, runner: Runner) -> Res
             uc::send_one(dev, qp, slot, &attrs)
         };
         dev.data().count_send_done(&wc);
-        if sig || signaled || wc.status != status::SUCCESS {
-            qp.send_wc(&wc);
-        }
         if wc.status != status::SUCCESS {
             // A failed WQE puts the QP in the error state and flushes the
-            // rest, as rxe does.
+            // rest, as rxe does. Its completion is posted under the QP's
+            // lock with the move: a consumer that polls it and then queries
+            // the QP finds it in ERR (as on hardware), since the query takes
+            // that lock too.
             let mut g = qp.inner.lock();
             g.attrs.state = QpState::Err;
+            qp.send_wc(&wc);
             qp::flush(qp, &mut g);
             drop(g);
+            crate::rrxe::glue::test_hold(crate::rrxe::glue::Site::SendFailed);
             qp::flush_rest(qp);
             break;
+        }
+        if sig || signaled {
+            qp.send_wc(&wc);
         }
     }
     Ok(())

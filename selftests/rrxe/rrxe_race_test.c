@@ -36,6 +36,14 @@
  *                host flushes in less than 3 ticks). At least 4 rounds
  *                of fresh QPs, each spanning 3 interrupts or more, are
  *                flushed until they span 12.
+ *   send_err     a UC SEND whose SGE has a wrong lkey fails
+ *                (LOC_PROT_ERR) and puts its QP in ERR. The test build
+ *                holds the call that sent it once its error completion is
+ *                posted (test_hold_site 4); meanwhile this thread polls
+ *                the completion and queries the QP, which must be in ERR
+ *                already: a consumer that sees the error never finds the
+ *                QP still in RTS (on hardware the QP is in error before
+ *                its CQE is written).
  *   ud_flood S   for S seconds, UD SENDs of 8 bytes, 64 per doorbell, to
  *                the multicast group ff0e::5a17 with Q_Key 0x1111 (the
  *                kernel test module's destroy race listens there).
@@ -902,12 +910,95 @@ static int mode_dm_exit(void)
 	return 0;
 }
 
+struct failed_send {
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	int posted;
+};
+
+static void *failed_send_thread(void *arg)
+{
+	struct failed_send *f = arg;
+	struct ibv_sge sge = { (uintptr_t)f->buf, 64, rrxe_wrong_key(f->mr->lkey) };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	f->posted = ibv_post_send(f->qp, &wr, &bad);
+	return NULL;
+}
+
+static int mode_send_err(void)
+{
+	struct ibv_qp_init_attr ia = { .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+						.max_recv_sge = 1 }, .qp_type = IBV_QPT_UC };
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp_init_attr got_init;
+	struct ibv_qp_attr got;
+	struct failed_send f = { .buf = malloc(4096) };
+	struct ibv_qp *a, *b;
+	struct ibv_wc wc;
+	int polled, queried;
+	long hits;
+	pthread_t t;
+
+	hits = hook_hits();
+	if (hits < 0)
+		FAIL("no " HOOKS "test_hold_hits: not the test build of rrxe");
+	if (!cq || !f.buf)
+		FAIL("CQ, buffer: %s", strerror(errno));
+	f.mr = ibv_reg_mr(pd, f.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ia.send_cq = ia.recv_cq = cq;
+	a = ibv_create_qp(pd, &ia);
+	b = ibv_create_qp(pd, &ia);
+	if (!f.mr || !a || !b)
+		FAIL("MR, UC QPs: %s", strerror(errno));
+	if (rrxe_connect(a, b->qp_num, &gid, gid_index, IBV_MTU_1024, 0, 9) ||
+	    rrxe_connect(b, a->qp_num, &gid, gid_index, IBV_MTU_1024, 0, 9))
+		return 1;
+	f.qp = a;
+	if (hook_set("test_hold_site", "4"))
+		FAIL("cannot set test_hold_site: %s", strerror(errno));
+	if (pthread_create(&t, NULL, failed_send_thread, &f)) {
+		hook_set("test_hold_site", "0");
+		FAIL("pthread_create");
+	}
+	/* The completion is posted before the hold: poll it, then ask. */
+	polled = poll1(cq, &wc);
+	queried = ibv_query_qp(a, &got, IBV_QP_STATE, &got_init);
+	if (!held_since(hits)) {
+		hook_set("test_hold_site", "0");
+		pthread_join(t, NULL);
+		FAIL("the failed SEND was never held after its completion (post: %s)",
+		     strerror(f.posted));
+	}
+	hook_set("test_hold_site", "0");
+	pthread_join(t, NULL);
+	if (f.posted)
+		FAIL("post the SEND: %s", strerror(f.posted));
+	if (polled)
+		FAIL("no completion for the SEND with a wrong lkey");
+	if (wc.wr_id != 7 || wc.status != IBV_WC_LOC_PROT_ERR)
+		FAIL("the SEND completed as wr_id %llu, %s, not 7, LOC_PROT_ERR",
+		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+	if (queried)
+		FAIL("query the QP: %s", strerror(queried));
+	if (got.qp_state != IBV_QPS_ERR)
+		FAIL("the QP is in state %d once its failed SEND's completion is seen, not ERR (%d)",
+		     got.qp_state, IBV_QPS_ERR);
+	if (ibv_destroy_qp(a) || ibv_destroy_qp(b) || ibv_dereg_mr(f.mr) || ibv_destroy_cq(cq))
+		FAIL("destroy: %s", strerror(errno));
+	free(f.buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
 
 	if (argc < 3)
-		FAIL("usage: %s DEV mw_dereg ROUNDS | mw_rebind | flush_irqs | dm_exit | ud_flood SECONDS", argv[0]);
+		FAIL("usage: %s DEV mw_dereg ROUNDS | mw_rebind | flush_irqs | dm_exit | send_err | ud_flood SECONDS",
+		     argv[0]);
 	ctx = rrxe_open(argv[1]);
 	if (!ctx)
 		FAIL("cannot open %s", argv[1]);
@@ -923,6 +1014,8 @@ int main(int argc, char **argv)
 		rc = mode_flush_irqs();
 	else if (!strcmp(argv[2], "dm_exit"))
 		rc = mode_dm_exit();
+	else if (!strcmp(argv[2], "send_err"))
+		rc = mode_send_err();
 	else if (!strcmp(argv[2], "ud_flood") && argc > 3)
 		rc = mode_ud_flood(atoi(argv[3]));
 	else

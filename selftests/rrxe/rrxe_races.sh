@@ -20,7 +20,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 mark=$(kmsg_mark)
 dummy_dev rrxera0 10.79.2.1
@@ -57,6 +57,13 @@ rebind_race() {
 }
 check "an atomic through a type 2 window's old rkey, held while the window is bound again, is refused" \
 	race rebind_race
+summary
+
+send_err_race() {
+	timeout 120 "$bin" rrxera0 send_err >"$tmp/summary" 2>&1
+}
+check "a UC SEND that fails locally: its QP is in ERR when its error completion is seen" \
+	race send_err_race
 summary
 
 flush_race() {
