@@ -70,11 +70,10 @@ pub struct Slice8;
 
 impl Backend for Slice8 {
     // Out of line, in a section of its own that the kernel module aligns
-    // to a page (`rrxe::net`), so that its loop never spans two pages.
-    // QEMU's TCG never chains to a translated block that spans two guest
-    // pages: such a loop body returns to QEMU's block lookup on every
-    // 8-byte step, which inlined into the ICRC across a page boundary it
-    // would.
+    // to a page (`rrxe::net`), so that its loop never crosses a page
+    // boundary: a binary translator chains translated code within a page
+    // only, and a loop body that crosses one leaves the translated code on
+    // every step.
     #[inline(never)]
     #[link_section = ".text.rrxe_crc"]
     fn crc32_le(mut crc: u32, data: &[u8]) -> u32 {
@@ -110,10 +109,10 @@ impl Backend for Slice8 {
 /// The last 38 to 45 bytes, with what was folded into them, go through
 /// slice-by-8.
 ///
-/// Where loads cost several times what register arithmetic does, as
-/// under QEMU's TCG, this takes a fraction of slice-by-8's nine loads per
-/// eight bytes. The module's `net::choose_icrc_engine` times it against
-/// the others at load.
+/// Where loads cost several times what register arithmetic does (a CPU
+/// emulated by binary translation), this takes a fraction of slice-by-8's
+/// nine loads per eight bytes. The module's `net::choose_icrc_engine`
+/// times it against the others at load.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sparse;
 
@@ -158,8 +157,7 @@ impl Backend for Sparse {
         // What is owed to words i to i + 4; the running CRC enters as the
         // first four bytes' complement (the reflected update's seed).
         let mut k = [u64::from(crc), 0, 0, 0, 0];
-        // Four words a step: under TCG every branch ends a translated
-        // block, and each block entered costs a few loads of QEMU's own.
+        // Four words a step: one loop branch per 32 bytes.
         let (quads, words) = data[..8 * fold].split_at(32 * (fold / 4));
         for q in quads.chunks_exact(32) {
             for w in q.chunks_exact(8) {

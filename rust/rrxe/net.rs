@@ -108,11 +108,10 @@ pub(crate) fn icrc_split(hdrs: &[u8], udp_payload: &[u8]) -> Result<u32, icrc::I
 /// RAID-6 and XOR routines at boot: each engine runs over 4 KiB a few
 /// times, in turn, and the best run of each counts. `crc32_le` uses the
 /// CPU's carry-less multiply where it has one, and is then the fastest on
-/// hardware. Where that instruction is emulated and loads are dear (an
-/// emulator such as QEMU's TCG), the table-driven engines win, the sparse
-/// fold with its one load per eight bytes most; timing them at load picks
-/// whichever holds on the CPU at hand (`Documentation/bench/results.md`
-/// has the figures).
+/// hardware. Where that instruction is emulated and loads are dear, the
+/// table-driven engines can win, the sparse fold with its one load per
+/// eight bytes most; timing them at load picks whichever holds on the CPU
+/// at hand.
 /// Returns the best times in nanoseconds, in [`CrcEngine`] order, and the
 /// engine chosen.
 pub fn choose_icrc_engine() -> ([i64; 3], CrcEngine) {
