@@ -30,7 +30,10 @@
 #                                         and the hardening harness on the debug
 #                                         kernel (KASAN, lockdep, kmemleak), which
 #                                         it counts as skipped until the debug
-#                                         kernel is built (make debug-kernel)
+#                                         kernel is built (make debug-kernel),
+#                                         and a blktests subset once the
+#                                         blktests kernel is (make
+#                                         blktests-kernel)
 # make test-debug                         all the selftests on the debug kernel
 #                                         (about 80 min)
 # make test-all                           both, and make blktests
@@ -59,14 +62,15 @@
 #                                         the bandwidth cells over the
 #                                         lossless stream link, in
 #                                         bench-out/pair-lat and pair-bw
-# make kernel / make debug-kernel         build (or reuse) a test kernel
+# make kernel / make debug-kernel /       build (or reuse) a test kernel: the
+#   make blktests-kernel                  test, debug or blktests kernel
 # make clean
 
 TOOLS := $(CURDIR)/tools
 SHELL := /bin/bash
 
 .PHONY: all modules install install-dropin uninstall setup lint run test test-debug test-all \
-	clean kernel debug-kernel bench blktests
+	clean kernel debug-kernel blktests-kernel bench blktests
 
 all: modules
 
@@ -117,6 +121,9 @@ kernel: setup
 
 debug-kernel: setup
 	$(TOOLS)/build-kernel --debug
+
+blktests-kernel: setup
+	$(TOOLS)/build-kernel --blktests
 
 lint: setup
 	$(TOOLS)/lint
