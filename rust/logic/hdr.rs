@@ -33,6 +33,8 @@ pub const IMMDT: usize = 4;
 pub const IETH: usize = 4;
 /// Flush extended transport header size.
 pub const FETH: usize = 4;
+/// XRC extended transport header size: the XRC SRQ number.
+pub const XRCETH: usize = 4;
 
 fn be16(b: &[u8], o: usize) -> u16 {
     u16::from_be_bytes([b[o], b[o + 1]])
@@ -194,6 +196,12 @@ impl Aeth {
     }
 }
 
+/// The XRC SRQ number an XRCETH carries (its low 24 bits; the rest is
+/// reserved), read from the start of `b`.
+pub fn xrc_srqn(b: &[u8]) -> Option<u32> {
+    (b.len() >= XRCETH).then(|| be32(b, 0) & 0x00ff_ffff)
+}
+
 /// The atomic header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AtmEth {
@@ -238,11 +246,14 @@ pub enum Service {
     Uc,
     /// Unreliable datagram.
     Ud,
+    /// Extended reliable connected (XRC).
+    Xrc,
 }
 
 /// Room for a BTH and every extension header at once (no packet carries
 /// them all).
-pub const MAX_HDRS: usize = BTH + DETH + FETH + RETH + ATMETH + AETH + ATMACK + IMMDT + IETH;
+pub const MAX_HDRS: usize =
+    BTH + XRCETH + DETH + FETH + RETH + ATMETH + AETH + ATMACK + IMMDT + IETH;
 
 /// The transport headers of a packet to send: the BTH and the extension
 /// headers present, which [`Headers::write`] puts in wire order.
@@ -250,6 +261,8 @@ pub const MAX_HDRS: usize = BTH + DETH + FETH + RETH + ATMETH + AETH + ATMACK + 
 pub struct Headers {
     /// The BTH.
     pub bth: Bth,
+    /// The XRCETH (XRC requests): the XRC SRQ number, 24 bits.
+    pub xrceth: Option<u32>,
     /// The DETH (UD).
     pub deth: Option<Deth>,
     /// The FETH (FLUSH).
@@ -279,7 +292,8 @@ impl Headers {
 
     /// The length [`Headers::write`] writes.
     pub fn wire_len(&self) -> usize {
-        BTH + self.deth.map_or(0, |_| DETH)
+        BTH + self.xrceth.map_or(0, |_| XRCETH)
+            + self.deth.map_or(0, |_| DETH)
             + self.feth.map_or(0, |_| FETH)
             + self.reth.map_or(0, |_| RETH)
             + self.atm.map_or(0, |_| ATMETH)
@@ -301,6 +315,10 @@ impl Headers {
         // Every header fits: `b` has room for all of them.
         let _ = self.bth.write(&mut b[..]);
         let mut o = BTH;
+        if let Some(x) = self.xrceth {
+            b[o..o + XRCETH].copy_from_slice(&(x & 0x00ff_ffff).to_be_bytes());
+            o += XRCETH;
+        }
         if let Some(d) = self.deth {
             let _ = d.write(&mut b[o..]);
             o += DETH;
@@ -340,7 +358,9 @@ impl Headers {
 /// Which headers follow the BTH for an opcode, and where.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
-    /// Offset of the DETH from the BTH's start, if present.
+    /// Offset of the XRCETH from the BTH's start, if present.
+    pub xrceth: Option<usize>,
+    /// Offset of the DETH.
     pub deth: Option<usize>,
     /// Offset of the FETH.
     pub feth: Option<usize>,
@@ -365,6 +385,7 @@ pub struct Layout {
 /// Extension headers of an opcode, in wire order.
 #[derive(Clone, Copy)]
 struct Has {
+    xrceth: bool,
     deth: bool,
     feth: bool,
     reth: bool,
@@ -377,6 +398,7 @@ struct Has {
 }
 
 const NONE: Has = Has {
+    xrceth: false,
     deth: false,
     feth: false,
     reth: false,
@@ -394,6 +416,7 @@ pub const fn service(opcode: u8) -> Option<Service> {
         0 => Some(Service::Rc),
         1 => Some(Service::Uc),
         3 => Some(Service::Ud),
+        5 => Some(Service::Xrc),
         _ => None,
     }
 }
@@ -432,29 +455,48 @@ fn has(opcode: u8) -> Option<Has> {
             }),
             _ => None,
         },
-        Service::Rc => common.or(match low {
-            0x0c => Some(Has { reth: true, ..NONE }), // read request
-            0x0d | 0x0f | 0x10 => Some(Has { aeth: true, ..p }), // read response first/last/only
-            0x0e => Some(p),                          // read response middle
-            0x11 => Some(Has { aeth: true, ..NONE }), // acknowledge
-            0x12 => Some(Has {
-                aeth: true,
-                atmack: true,
-                ..NONE
-            }), // atomic acknowledge
-            0x13 | 0x14 => Some(Has {
-                atmeth: true,
-                ..NONE
-            }), // compare-swap, fetch-add
-            0x16 | 0x17 => Some(Has { ieth: true, ..p }), // send last/only with invalidate
-            0x1c => Some(Has {
-                feth: true,
-                reth: true,
-                ..NONE
-            }), // flush
-            0x1d => Some(Has { reth: true, ..p }),    // atomic write
-            _ => None,
-        }),
+        Service::Rc => common.or(rc_only(low)),
+        // XRC (IB spec annex A14): RC's opcodes up to SEND ONLY WITH
+        // INVALIDATE (FLUSH and ATOMIC WRITE are RC's only here). A request
+        // carries an XRCETH right after the BTH; a response (read
+        // responses and acknowledges) is laid out as RC's.
+        Service::Xrc => match low {
+            0x0d..=0x12 => rc_only(low),
+            0x1c | 0x1d => None,
+            _ => common.or(rc_only(low)).map(|h| Has { xrceth: true, ..h }),
+        },
+    }
+}
+
+/// The extension headers of RC's opcodes that UC lacks, by their low five
+/// bits.
+fn rc_only(low: u8) -> Option<Has> {
+    let p = Has {
+        payload: true,
+        ..NONE
+    };
+    match low {
+        0x0c => Some(Has { reth: true, ..NONE }), // read request
+        0x0d | 0x0f | 0x10 => Some(Has { aeth: true, ..p }), // read response first/last/only
+        0x0e => Some(p),                          // read response middle
+        0x11 => Some(Has { aeth: true, ..NONE }), // acknowledge
+        0x12 => Some(Has {
+            aeth: true,
+            atmack: true,
+            ..NONE
+        }), // atomic acknowledge
+        0x13 | 0x14 => Some(Has {
+            atmeth: true,
+            ..NONE
+        }), // compare-swap, fetch-add
+        0x16 | 0x17 => Some(Has { ieth: true, ..p }), // send last/only with invalidate
+        0x1c => Some(Has {
+            feth: true,
+            reth: true,
+            ..NONE
+        }), // flush
+        0x1d => Some(Has { reth: true, ..p }),    // atomic write
+        _ => None,
     }
 }
 
@@ -474,6 +516,7 @@ pub fn layout(opcode: u8) -> Option<Layout> {
             o
         })
     };
+    l.xrceth = take(h.xrceth, XRCETH);
     l.deth = take(h.deth, DETH);
     l.feth = take(h.feth, FETH);
     l.reth = take(h.reth, RETH);
@@ -559,6 +602,81 @@ mod tests {
         assert_eq!(layout(0x15), None);
         assert_eq!(layout(0x40), None);
         assert_eq!(layout(0xff), None);
+    }
+
+    #[test]
+    fn xrc_layouts() {
+        // Requests: the XRCETH right after the BTH, then RC's headers.
+        let send = layout(0xa4).unwrap();
+        assert_eq!(
+            (send.xrceth, send.hdr_len, send.payload),
+            (Some(12), 16, true)
+        );
+        let imm = layout(0xa5).unwrap();
+        assert_eq!(
+            (imm.xrceth, imm.immdt, imm.hdr_len),
+            (Some(12), Some(16), 20)
+        );
+        for op in [0xa6, 0xaa, 0xac] {
+            let l = layout(op).unwrap();
+            assert_eq!((l.xrceth, l.reth), (Some(12), Some(16)), "{op:#x}");
+        }
+        assert_eq!(layout(0xab).unwrap().hdr_len, 12 + 4 + 16 + 4);
+        assert!(!layout(0xac).unwrap().payload);
+        let cas = layout(0xb3).unwrap();
+        assert_eq!(
+            (cas.xrceth, cas.atmeth, cas.hdr_len),
+            (Some(12), Some(16), 44)
+        );
+        let inv = layout(0xb7).unwrap();
+        assert_eq!(
+            (inv.xrceth, inv.ieth, inv.hdr_len),
+            (Some(12), Some(16), 20)
+        );
+        for op in [0xa1, 0xa2, 0xa7, 0xa8] {
+            assert_eq!(layout(op).unwrap().hdr_len, 16, "{op:#x}");
+        }
+        // Responses: as RC's, no XRCETH.
+        for op in 0xadu8..=0xb2 {
+            let (x, r) = (layout(op).unwrap(), layout(op - 0xa0).unwrap());
+            assert_eq!(x, r, "{op:#x}");
+            assert_eq!(x.xrceth, None);
+        }
+        // Neither FLUSH nor ATOMIC WRITE, nor what RC lacks.
+        for op in [0xbc, 0xbd, 0xb5, 0xb8, 0xbf] {
+            assert_eq!(layout(op), None, "{op:#x}");
+        }
+        assert_eq!(service(0xa0), Some(Service::Xrc));
+        assert_eq!(service(0xc0), None);
+        assert_eq!(service(0x80), None);
+    }
+
+    #[test]
+    fn xrceth_written_after_the_bth() {
+        let mut b = [0u8; MAX_HDRS];
+        // XRC RDMA WRITE ONLY: BTH, XRCETH, RETH.
+        let reth = Reth {
+            va: 0x1000,
+            rkey: 0x1234_5678,
+            len: 64,
+        };
+        let h = Headers {
+            xrceth: Some(0xff12_3456),
+            reth: Some(reth),
+            ..Headers::new(Bth {
+                opcode: 0xaa,
+                ..Default::default()
+            })
+        };
+        let n = h.write(&mut b);
+        let l = layout(0xaa).unwrap();
+        assert_eq!((n, h.wire_len()), (l.hdr_len, l.hdr_len));
+        // The reserved byte is zero, the SRQ number 24 bits.
+        assert_eq!(b[12..16], [0x00, 0x12, 0x34, 0x56]);
+        assert_eq!(xrc_srqn(&b[l.xrceth.unwrap()..]), Some(0x12_3456));
+        assert_eq!(Reth::parse(&b[l.reth.unwrap()..]), Some(reth));
+        assert_eq!(xrc_srqn(&[0xff, 0xab, 0xcd, 0xef]), Some(0xab_cdef));
+        assert_eq!(xrc_srqn(&[0, 0, 1]), None);
     }
 
     #[test]

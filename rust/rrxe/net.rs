@@ -412,7 +412,8 @@ pub fn rx(dev: &Device<Rrxe>, pkt: &[u8]) {
         Some(Service::Ud) => ud::rx(dev, &rx),
         Some(Service::Uc) => uc::rx(dev, &rx),
         Some(Service::Rc) => rc::rx(dev, &rx),
-        None => bad_hdr(dev.data(), &rx, "no transport"),
+        // No QP of this device takes XRC packets.
+        Some(Service::Xrc) | None => bad_hdr(dev.data(), &rx, "no transport"),
     }
 }
 

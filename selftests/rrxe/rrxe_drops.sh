@@ -4,9 +4,9 @@
 # other, rrxe_wire_fuzz sends it one kind of bad packet at a time (a wrong
 # ICRC, transport version 1, a QP number no QP has with a right and with a
 # wrong ICRC, a wrong P_Key, a wrong Q_Key, a UD SEND to a QP with no
-# receive posted, RC requests at a PSN ahead of the window, a burst that
-# overflows the receive queue), aimed at
-# the QPs rrxe_drops_test keeps in RTS and RTR; then a UD SEND to a
+# receive posted, an XRC SEND to an RC QP, RC requests at a PSN ahead of
+# the window, a burst that overflows the receive queue), aimed at the QPs
+# rrxe_drops_test keeps in RTS and RTR; then a UD SEND to a
 # destination with no route. After each, every port counter is read back:
 # the one for that reason moved by exactly the packets sent, the packet
 # and byte counters as documented, and every other counter not at all.
@@ -16,7 +16,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 15
+ktap_set_plan 16
 
 A=rrxtda B=rrxtdb
 cleanup_net
@@ -118,6 +118,11 @@ check "a UD SEND to a QP with no receive posted: out_of_buffer (and rcvd_pkts, r
 	case_ ud "$ud" 0 $qkey 1 64 -- out_of_buffer=1 rcvd_pkts=1 rcvd_bytes=64
 # The first request ahead is NAKed (out_of_seq_request, one packet sent);
 # both are dropped.
+# XRC packets parse (an XRCETH after the BTH), but no QP takes them: an
+# XRC SEND to an RC QP is counted as received, then dropped as a header
+# its QP does not take, and nothing answers it.
+check "an XRC SEND to an RC QP: rcvd_hdr_err (and rcvd_pkts, rcvd_bytes), no answer" \
+	case_ xrc "$rc" 0 0x12 1 64 -- rcvd_hdr_err=1 rcvd_pkts=1 rcvd_bytes=64
 check "two RC requests ahead of the window: rcvd_psn_err 2, out_of_seq_request 1" \
 	case_ rc "$rc" 0x1100 0 2 64 -- rcvd_psn_err=2 out_of_seq_request=1 rcvd_pkts=2 \
 	rcvd_bytes=128 sent_pkts=1

@@ -4,13 +4,13 @@
  * rrxe device and sends, over an AF_PACKET socket on its end of the veth
  * pair, RoCEv2 packets (UDP to port 4791) whose ICRC is valid and whose
  * transport headers are anything but: every BTH opcode, headers truncated
- * and oversized, edge values in RETH, AtomicETH, AETH and DETH, wrong pad
- * counts, QP1 MADs, multicast destinations, a few IP fragments. The same
- * socket sniffs the real traffic on the link, and part of the packets go to
- * the QPs it sees there, always at PSNs at least BLIND_GAP away from any
- * PSN it saw for that QP (a blind attacker's packets: they must not break
- * the connection), plus duplicates of READ requests long answered, with
- * their lengths changed.
+ * and oversized, edge values in XRCETH, RETH, AtomicETH, AETH and DETH,
+ * wrong pad counts, QP1 MADs, multicast destinations, a few IP fragments.
+ * The same socket sniffs the real traffic on the link, and part of the
+ * packets go to the QPs it sees there, always at PSNs at least BLIND_GAP
+ * away from any PSN it saw for that QP (a blind attacker's packets: they
+ * must not break the connection), plus duplicates of READ requests long
+ * answered, with their lengths changed.
  *
  *   rrxe_wire_fuzz fuzz IF DMAC SRC4 DST4 SRC6 DST6 COUNT SEED [RCVD_PKTS]
  *	sends COUNT datagrams to DST4/DST6 (the device's addresses, the MAC
@@ -44,7 +44,9 @@
  *	sends COUNT packets of one KIND with LEN payload bytes: ud (a
  *	well-formed UD SEND ONLY to QPN with QKEY), icrc (the same with a
  *	wrong ICRC), tver (transport version 1), pkey (a P_Key no device
- *	has), rc (an RC SEND ONLY to QPN at PSN). For the drop counters.
+ *	has), rc (an RC SEND ONLY to QPN at PSN), xrc (an XRC SEND ONLY to
+ *	QPN at PSN, its XRCETH naming the XRC SRQ QKEY). For the drop
+ *	counters.
  *   rrxe_wire_fuzz spin SECONDS
  *	an ordinary busy process: counts loop rounds for SECONDS and
  *	prints the count (the starvation check pins one to each CPU).
@@ -77,6 +79,7 @@
 enum {
 	F_DETH = 1, F_FETH = 2, F_RETH = 4, F_ATMETH = 8, F_AETH = 16,
 	F_ATMACK = 32, F_IMM = 64, F_IETH = 128, F_PAY = 256, F_KNOWN = 512,
+	F_XRCETH = 1024,
 };
 
 static unsigned int layout[256];
@@ -94,6 +97,7 @@ static void init_layout(void)
 
 		switch (op >> 5) {
 		case 0:	/* RC */
+		case 5:	/* XRC: as RC but FLUSH and ATOMIC WRITE; requests add an XRCETH */
 			if (low < 12)
 				f = common[low];
 			else if (low == 0x0c)
@@ -110,10 +114,12 @@ static void init_layout(void)
 				f = F_ATMETH;
 			else if (low == 0x16 || low == 0x17)
 				f = F_IETH | F_PAY;
-			else if (low == 0x1c)
+			else if (low == 0x1c && op < 0x20)
 				f = F_FETH | F_RETH;
-			else if (low == 0x1d)
+			else if (low == 0x1d && op < 0x20)
 				f = F_RETH | F_PAY;
+			if (op >> 5 == 5 && f && (low < 0x0d || low > 0x12))
+				f |= F_XRCETH;
 			break;
 		case 1:	/* UC */
 			if (low < 12)
@@ -271,7 +277,7 @@ static const uint8_t group6[16] = { 0xff, 0x0e, [14] = 0x01, [15] = 0x02 };
 
 /* Counters for the report. */
 static uint64_t n_frames, n_dgrams, n_live, n_dupread, n_mad, n_mcast;
-static uint64_t n_frag, n_v6, n_trunc, n_over, n_learned, n_good, n_legit;
+static uint64_t n_frag, n_v6, n_trunc, n_over, n_learned, n_good, n_good_xrc, n_legit;
 static uint64_t op_sent[256];
 /* IPv4 datagrams since the last one sent as fragments. */
 static uint64_t since_frag;
@@ -356,6 +362,8 @@ static void learn(const uint8_t *f, size_t len)
 	w = flow_get(qpn, v6);
 	w->svc = op >> 5;
 	w->seen = now_ms();
+	if (fl & F_XRCETH)
+		o += 4;
 	if (fl & F_DETH) {
 		if (tl >= o + 8) {
 			w->qkey = get32(t + o);
@@ -799,7 +807,7 @@ static int well_formed(const uint8_t *t, size_t o, const struct dst *d)
 	if (d->short_udp || o < 12 || !fl || (t[1] & 0xf) ||
 	    ((t[2] << 8 | t[3]) & 0x7fff) != 0x7fff || !(get32(t + 4) & 0xffffff))
 		return 0;
-	hl += (fl & F_DETH ? 8 : 0) + (fl & F_FETH ? 4 : 0) + (fl & F_RETH ? 16 : 0) +
+	hl += (fl & F_XRCETH ? 4 : 0) + (fl & F_DETH ? 8 : 0) + (fl & F_FETH ? 4 : 0) + (fl & F_RETH ? 16 : 0) +
 	      (fl & F_ATMETH ? 28 : 0) + (fl & F_AETH ? 4 : 0) + (fl & F_ATMACK ? 8 : 0) +
 	      (fl & F_IMM ? 4 : 0) + (fl & F_IETH ? 4 : 0);
 	if (o < pad + hl || (!(fl & F_PAY) && o - pad != hl))
@@ -830,7 +838,7 @@ static void gen(void)
 	case 8: case 9: case 10: op = 0x20 + rnd() % 32; break;	/* UC */
 	case 11: case 12: op = pct(70) ? 0x64 + rnd() % 2 : 0x60 + rnd() % 32; break;
 	case 13: op = 0x81; break;		/* CNP */
-	case 14: op = 0x40 + rnd() % 32; break;	/* RD */
+	case 14: op = pct(50) ? 0x40 + rnd() % 32 : 0xa0 + rnd() % 32; break;	/* RD, XRC */
 	default: op = rnd() % 256; break;
 	}
 
@@ -915,6 +923,13 @@ static void gen(void)
 	pay = fz_paylen(room - 80);
 	if (op == 0x64 && qpn == 1 && pay < 256 && pct(90))
 		pay = 256;	/* a MAD */
+	if (fl & F_XRCETH) {
+		/* The XRC SRQ number: small ones, edges, or any, reserved bits set at times. */
+		put32(t + o, pct(50) ? rnd() % 64 : pct(50) ? 0xffffff : rnd() & 0xffffff);
+		if (pct(10))
+			t[o] = rnd();
+		o += 4;
+	}
 	if (fl & F_DETH) {
 		uint32_t qk = pct(30) ? pick32(qkey_edges, sizeof(qkey_edges) / 4) : (uint32_t)rnd();
 
@@ -1015,7 +1030,10 @@ static void gen(void)
 		o = rnd() % o;
 		n_trunc++;
 	}
-	n_good += well_formed(t, o, &d);
+	if (well_formed(t, o, &d)) {
+		n_good++;
+		n_good_xrc += op >> 5 == 5;
+	}
 	if (w)
 		n_live++;
 	if (d.v6)
@@ -1127,9 +1145,10 @@ static int fuzz(uint64_t count)
 	       (unsigned long long)n_over, (unsigned long long)fails,
 	       (unsigned long long)t / 1000, (unsigned long long)t % 1000,
 	       (unsigned long long)(t ? n_frames * 1000 / t : 0));
-	printf("# %llu of them well-formed up to their transport headers, with %llu real "
-	       "packets: the device counted all but %lld (%llu pacing waits)\n",
-	       (unsigned long long)n_good, (unsigned long long)n_legit, (long long)lost,
+	printf("# %llu of them well-formed up to their transport headers (%llu XRC), with %llu "
+	       "real packets: the device counted all but %lld (%llu pacing waits)\n",
+	       (unsigned long long)n_good, (unsigned long long)n_good_xrc,
+	       (unsigned long long)n_legit, (long long)lost,
 	       (unsigned long long)n_waits);
 	if (n_frames < count) {
 		printf("# only %llu of %llu packets went out\n",
@@ -1341,19 +1360,21 @@ static int flood(unsigned int seconds, int bad, unsigned int len)
  * `count` packets of one kind, each with `len` payload bytes: "ud" a
  * well-formed UD SEND_ONLY to QP `qpn` with Q_Key `qkey`; "icrc" the same
  * with a wrong ICRC, "tver" with transport version 1, "pkey" with P_Key
- * 0x1234; "rc" an RC SEND_ONLY to QP `qpn` at PSN `psn`.
+ * 0x1234; "rc" an RC SEND_ONLY to QP `qpn` at PSN `psn`; "xrc" an XRC
+ * SEND_ONLY to QP `qpn` at PSN `psn` for XRC SRQ `qkey` (its XRCETH).
  */
 static int one(const char *kind, uint32_t qpn, uint32_t psn, uint32_t qkey,
 	       unsigned int count, unsigned int len)
 {
 	struct dst d = { .exact = 1 };
-	int rc = !strcmp(kind, "rc"), bad = !strcmp(kind, "icrc");
+	int rc = !strcmp(kind, "rc"), bad = !strcmp(kind, "icrc"), xrc = !strcmp(kind, "xrc");
 
 	if (len > 4096 || len % 4 ||
-	    (!rc && !bad && strcmp(kind, "ud") && strcmp(kind, "tver") && strcmp(kind, "pkey")))
+	    (!rc && !bad && !xrc && strcmp(kind, "ud") && strcmp(kind, "tver") &&
+	     strcmp(kind, "pkey")))
 		return 2;
 	for (unsigned int i = 0; i < count; i++) {
-		size_t h = rc ? 12 : 20;
+		size_t h = rc ? 12 : xrc ? 16 : 20;
 		uint8_t *t;
 		int b;
 
@@ -1361,12 +1382,14 @@ static int one(const char *kind, uint32_t qpn, uint32_t psn, uint32_t qkey,
 			send_batch();
 		b = nb++;
 		t = tptr(b, 0);
-		t[0] = rc ? 0x04 : 0x64;	/* RC or UD SEND_ONLY */
+		t[0] = rc ? 0x04 : xrc ? 0xa4 : 0x64;	/* RC, XRC or UD SEND_ONLY */
 		t[1] = !strcmp(kind, "tver") ? 1 : 0;
 		put16(t + 2, !strcmp(kind, "pkey") ? 0x1234 : 0xffff);
 		put32(t + 4, qpn);
 		put32(t + 8, psn & 0xffffff);
-		if (!rc) {
+		if (xrc) {
+			put32(t + 12, qkey & 0xffffff);	/* the XRCETH: an XRC SRQ number */
+		} else if (!rc) {
 			put32(t + 12, qkey);
 			put32(t + 16, 0x1);	/* the source QP */
 		}

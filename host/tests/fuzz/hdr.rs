@@ -152,6 +152,8 @@ fn packet(r: &mut Rng) {
         msn: r.u32() & 0x00ff_ffff,
     };
     let (feth, atmack, imm, ieth) = (r.u32(), r.next(), r.u32(), r.u32());
+    let srqn = r.u32() & 0x00ff_ffff;
+    h.xrceth = l.xrceth.map(|_| srqn);
     h.deth = l.deth.map(|_| deth);
     h.feth = l.feth.map(|_| feth);
     h.reth = l.reth.map(|_| reth);
@@ -171,6 +173,9 @@ fn packet(r: &mut Rng) {
     assert_eq!((b, l2), (h.bth, l));
     assert_eq!(range, l.hdr_len..l.hdr_len + plen);
     let at = |o: Option<usize>| &pkt[o.unwrap()..];
+    if h.xrceth.is_some() {
+        assert_eq!(xrc_srqn(at(l.xrceth)), Some(srqn));
+    }
     if h.deth.is_some() {
         assert_eq!(Deth::parse(at(l.deth)), Some(deth));
     }
@@ -228,6 +233,7 @@ fn hostile(r: &mut Rng) {
     // without overlap.
     let mut end = BTH;
     for (o, size) in [
+        (l.xrceth, XRCETH),
         (l.deth, DETH),
         (l.feth, FETH),
         (l.reth, RETH),
