@@ -8,8 +8,8 @@
 //! device's netdev, its receive queue). A driver implements [`device::Driver`] for its
 //! device, and one `#[vtable]` trait per object family for the types of its
 //! objects ([`cq::CqOps`], [`qp::QpOps`], [`srq::SrqOps`], [`mr::MrOps`],
-//! [`mw::MwOps`], [`dm::DmOps`], [`ah::AhOps`], [`pd::PdOps`] and
-//! [`pd::UcontextOps`]); each family's C callbacks live next to its
+//! [`mw::MwOps`], [`dm::DmOps`], [`ah::AhOps`], [`xrcd::XrcdOps`],
+//! [`pd::PdOps`] and [`pd::UcontextOps`]); each family's C callbacks live next to its
 //! abstraction and fill the ops table only where the driver implements
 //! them. Drivers use the typed wrappers here: [`device::Device`],
 //! [`udata::Udata`], [`mmap::UserMmapEntry`] and [`link::LinkOps`].
@@ -38,6 +38,7 @@ pub mod udata;
 pub mod umem;
 pub mod upcall;
 pub mod wr;
+pub mod xrcd;
 
 /// Initialises the layer's global state.
 ///

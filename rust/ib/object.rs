@@ -104,3 +104,7 @@ core_object!(
     /// A memory window (allocated by the core).
     Mw, bindings::ib_mw, Mw
 );
+core_object!(
+    /// An XRC domain (allocated by the core; see [`super::xrcd`]).
+    Xrcd, bindings::ib_xrcd, Xrcd
+);

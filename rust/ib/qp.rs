@@ -393,9 +393,16 @@ pub(super) unsafe extern "C" fn create_qp_callback<T: Driver>(
     udata: *mut bindings::ib_udata,
 ) -> c_int {
     from_result(|| {
+        // An XRC target QP belongs to an XRC domain and has no PD: the
+        // core passes a null one. Drivers here take no such QP.
+        // SAFETY: The core passes a QP with `pd` set or null.
+        if unsafe { (*qp).pd }.is_null() {
+            return Err(EOPNOTSUPP);
+        }
         // SAFETY: The core passes a zeroed QP of `size_ib_qp` bytes with
-        // `device`, `pd` and `qp_type` set, the request, and the
-        // command's udata (null for kernel QPs), valid for the call.
+        // `device`, `pd` (not null: above) and `qp_type` set, the request,
+        // and the command's udata (null for kernel QPs), valid for the
+        // call.
         let (pd, mut req, udata) = unsafe {
             (
                 Pd::<T>::from_raw((*qp).pd),

@@ -45,6 +45,8 @@ pub const MAX_MW_INDEX: u32 = DEFAULT_MAX_VALUE;
 pub const MAX_MW: u32 = MAX_MW_INDEX - MIN_MW_INDEX;
 /// Number of PDs.
 pub const MAX_PD: u32 = DEFAULT_MAX_VALUE;
+/// Number of XRC domains.
+pub const MAX_XRCD: u32 = DEFAULT_MAX_VALUE;
 /// Outstanding RDMA reads and atomics per QP, as responder and initiator.
 pub const MAX_QP_RD_ATOM: u32 = 128;
 /// Same, summed over the device.

@@ -33,6 +33,7 @@ use crate::rrxe::{
     qp::{QpShared, RrxeQp},
     srq::{RrxeSrq, SrqShared},
     stats::{self, Counter, PortCounters},
+    xrcd::RrxeXrcd,
 };
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::{
@@ -56,6 +57,8 @@ pub struct RrxeDev {
     active_mtu: AtomicU32,
     /// Number of live PDs, bounded by `max_pd`.
     pds: AtomicU32,
+    /// Number of live XRC domains, bounded by `limits::MAX_XRCD`.
+    xrcds: AtomicU32,
     /// Port counters (`link_downed` among them); shared with the CQs,
     /// which count the completions they lose.
     counters: Arc<PortCounters>,
@@ -185,6 +188,11 @@ impl RrxeDev {
         &self.pds
     }
 
+    /// Number of live XRC domains.
+    pub fn xrcd_count(&self) -> &AtomicU32 {
+        &self.xrcds
+    }
+
     /// Number of live CQs.
     pub fn cq_count(&self) -> &AtomicU32 {
         &self.cqs
@@ -222,6 +230,7 @@ impl Driver for Rrxe {
     type Qp = RrxeQp;
     type Ah = RrxeAh;
     type Srq = RrxeSrq;
+    type Xrcd = RrxeXrcd;
 
     const DRIVER_ID: u32 = crate::ib::attr::DRIVER_ID_RXE;
     const UVERBS_ABI_VER: u32 = limits::UVERBS_ABI_VERSION;
@@ -350,6 +359,7 @@ impl LinkHandler for Rrxe {
             mws <- Pool::new(limits::MIN_MW_INDEX, limits::MAX_MW_INDEX, limits::MAX_MW),
             active_mtu: AtomicU32::new(mtu::active_mtu(ndev.mtu()) as u32),
             pds: AtomicU32::new(0),
+            xrcds: AtomicU32::new(0),
             counters: Arc::new(PortCounters::default(), GFP_KERNEL)?,
             dm_used: Arc::new(AtomicU64::new(0), GFP_KERNEL)?,
             cqs: AtomicU32::new(0),

@@ -30,3 +30,4 @@ pub mod stats;
 pub mod tx;
 pub mod uc;
 pub mod ud;
+pub mod xrcd;

@@ -45,6 +45,7 @@ use super::{
     qp::QpOps,
     srq::SrqOps,
     stats,
+    xrcd::XrcdOps,
 };
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -83,7 +84,7 @@ impl UapiDefinitions {
 /// says otherwise. Optional ones are only installed in the ops table when
 /// the driver implements them (`HAS_*`), here and in the family traits:
 /// [`UcontextOps`], [`PdOps`], [`MrOps`], [`MwOps`], [`DmOps`], [`CqOps`],
-/// [`QpOps`], [`AhOps`] and [`SrqOps`].
+/// [`QpOps`], [`AhOps`], [`SrqOps`] and [`XrcdOps`].
 #[vtable]
 pub trait Driver: Sized + Send + Sync + 'static {
     /// Per-device driver state, embedded after the `ib_device`.
@@ -106,6 +107,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     type Ah: AhOps<Self>;
     /// Shared receive queue state.
     type Srq: SrqOps<Self>;
+    /// XRC domain state.
+    type Xrcd: XrcdOps<Self>;
 
     /// `enum rdma_driver_id` the device reports (selects the user provider).
     const DRIVER_ID: u32;

@@ -16,11 +16,12 @@ use crate::ib::{
     mmap,
     mr::{self, MrOps},
     mw::{self, MwOps},
-    object::{Ah, Cq, Mw, Pd, Qp, Srq, Ucontext},
+    object::{Ah, Cq, Mw, Pd, Qp, Srq, Ucontext, Xrcd},
     pd,
     qp::{self, QpOps},
     srq::{self, SrqOps},
     stats,
+    xrcd::{self, XrcdOps},
 };
 use kernel::prelude::*;
 
@@ -142,6 +143,14 @@ pub(super) fn ops<T: Driver>(module: &ThisModule) -> bindings::ib_device_ops {
     }
     if <T::Srq as SrqOps<T>>::HAS_POST_SRQ_RECV {
         o.post_srq_recv = Some(srq::post_srq_recv_callback::<T>);
+    }
+
+    // XRC domains. The core allocates them at `size_ib_xrcd` (a driver
+    // with `alloc_xrcd` must give a size).
+    if <T::Xrcd as XrcdOps<T>>::HAS_ALLOC_XRCD {
+        o.alloc_xrcd = Some(xrcd::alloc_xrcd_callback::<T>);
+        o.dealloc_xrcd = Some(xrcd::dealloc_xrcd_callback::<T>);
+        o.size_ib_xrcd = core::mem::size_of::<Xrcd<T>>();
     }
 
     // Queue pairs, their work requests and multicast groups.
