@@ -5,7 +5,7 @@
 use super::{
     bindings,
     device::Driver,
-    object::{Pd, Srq},
+    object::{Cq, Pd, Srq, Xrcd},
     udata::Udata,
     wr::RecvWr,
 };
@@ -47,6 +47,10 @@ pub trait SrqOps<T: Driver>: Sized + Send + Sync {
     /// before its data is dropped. No event may reach the C object after
     /// this returns.
     fn destroy_srq(_srq: &Srq<T>) {}
+
+    /// The SRQ's number: for an XRC SRQ, the number an XRCETH names it
+    /// by, which uverbs returns to its creator (at most 24 bits).
+    fn number(&self) -> u32;
 }
 
 /// `struct ib_srq_attr`.
@@ -76,13 +80,46 @@ impl SrqAttr {
     }
 }
 
+/// The type of an SRQ asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrqKind {
+    /// A basic SRQ, for the QPs created on it.
+    Basic,
+    /// An XRC SRQ, in an XRC domain, with a completion queue of its own
+    /// ([`SrqInit::xrc`]).
+    Xrc,
+    /// Another type (tag matching).
+    Other,
+}
+
 /// What `create_srq` was asked for.
+///
+/// # Invariants
+///
+/// For [`SrqKind::Xrc`], `xrcd` and `cq` point to the request's domain and
+/// CQ, objects of the device the SRQ is created on, alive while the
+/// request is (the core holds a use count on each for the create call,
+/// which this request does not outlive).
 #[derive(Clone, Copy, Debug)]
 pub struct SrqInit {
     /// Requested attributes.
     pub attr: SrqAttr,
-    /// A basic SRQ (not XRC or tag matching).
-    pub basic: bool,
+    /// The type.
+    pub kind: SrqKind,
+    xrcd: *mut bindings::ib_xrcd,
+    cq: *mut bindings::ib_cq,
+}
+
+impl SrqInit {
+    /// An XRC SRQ's domain and completion queue; `None` for other types.
+    pub fn xrc<T: Driver>(&self) -> Option<(&Xrcd<T>, &Cq<T>)> {
+        if self.kind != SrqKind::Xrc || self.xrcd.is_null() || self.cq.is_null() {
+            return None;
+        }
+        // SAFETY: Objects of this device (of driver `T`), alive while the
+        // request is (the type invariant).
+        Some(unsafe { (Xrcd::from_raw(self.xrcd), Cq::from_raw(self.cq)) })
+    }
 }
 
 /// Which attributes a `modify_srq` changes.
@@ -183,20 +220,40 @@ pub(super) unsafe extern "C" fn create_srq_callback<T: Driver>(
         // udata (null for kernel SRQs), for the call.
         let (pd, req, udata) = unsafe {
             let i = &*init;
+            let kind = match i.srq_type {
+                bindings::ib_srq_type_IB_SRQT_BASIC => SrqKind::Basic,
+                bindings::ib_srq_type_IB_SRQT_XRC => SrqKind::Xrc,
+                _ => SrqKind::Other,
+            };
+            // INVARIANT: For an XRC SRQ the core takes the domain and the
+            // CQ from the request, holds a use count on each for the call,
+            // and checks that they are of this device.
+            let (xrcd, cq) = if kind == SrqKind::Xrc {
+                (i.ext.__bindgen_anon_1.xrc.as_ref().xrcd, i.ext.cq)
+            } else {
+                (core::ptr::null_mut(), core::ptr::null_mut())
+            };
             let req = SrqInit {
                 attr: SrqAttr::from_raw(&i.attr),
-                basic: i.srq_type == bindings::ib_srq_type_IB_SRQT_BASIC,
+                kind,
+                xrcd,
+                cq,
             };
             (Pd::<T>::from_raw((*srq).pd), req, Udata::from_raw(udata))
         };
         // SAFETY: The SRQ being created.
         let this = unsafe { SrqRef::from_raw(srq) };
         let (data, attr) = T::Srq::create_srq(pd, &req, udata, this)?;
+        let num = data.number();
         // SAFETY: As above; the data part is uninitialised and ours; the
-        // attributes made go back in the request.
+        // attributes made go back in the request, and an XRC SRQ's number
+        // where uverbs reads it once this returns.
         unsafe {
             Srq::<T>::init_data(srq, data);
             attr.to_raw(&mut (*init).attr);
+            if req.kind == SrqKind::Xrc {
+                (*srq).ext.__bindgen_anon_1.xrc.as_mut().srq_num = num;
+            }
         }
         Ok(0)
     })

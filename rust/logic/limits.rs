@@ -63,6 +63,8 @@ pub const MAX_AH: u32 = (1 << 15) - 1;
 pub const MIN_SRQ_INDEX: u32 = 0x0002_0001;
 /// Number of SRQs.
 pub const MAX_SRQ: u32 = DEFAULT_MAX_VALUE - MIN_SRQ_INDEX;
+// An SRQ's number is its index: an XRCETH carries it in 24 bits.
+const _: () = assert!(MIN_SRQ_INDEX + MAX_SRQ <= 1 << 24);
 /// Work requests per SRQ.
 pub const MAX_SRQ_WR: u32 = DEFAULT_MAX_VALUE;
 /// SGEs per SRQ WQE.

@@ -9,7 +9,7 @@
 use crate::ib::{
     memcg::Charge,
     object::{Pd, Srq},
-    srq::{SrqAttr, SrqInit, SrqMask, SrqOps, SrqRef},
+    srq::{SrqAttr, SrqInit, SrqKind, SrqMask, SrqOps, SrqRef},
     udata::Udata,
     upcall::{self, Upcalls},
     wr::RecvWr,
@@ -145,8 +145,12 @@ impl SrqOps<Rrxe> for RrxeSrq {
         udata: Option<&Udata>,
         this: SrqRef<Rrxe>,
     ) -> Result<(RrxeSrq, SrqAttr)> {
-        if !init.basic {
-            return Err(EOPNOTSUPP);
+        match init.kind {
+            SrqKind::Basic => {}
+            // No QP takes XRC traffic yet: an XRC SRQ is a ring of
+            // receives with a number, in its domain, on its CQ.
+            SrqKind::Xrc if init.xrc::<Rrxe>().is_some() => {}
+            _ => return Err(EOPNOTSUPP),
         }
         let (max_wr, max_sge) =
             qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
@@ -290,6 +294,12 @@ impl SrqOps<Rrxe> for RrxeSrq {
             g.limit = attr.srq_limit;
         }
         Ok(())
+    }
+
+    /// The SRQ's number in the device's SRQ table (24 bits: see
+    /// `limits::MAX_SRQ`).
+    fn number(&self) -> u32 {
+        self.shared.num
     }
 
     /// `query_srq`.

@@ -10,12 +10,16 @@
  *          alive by a second process after its creator closed it and
  *          freed when that process exits; an XRC target QP in it, which
  *          rrxe does not make (EOPNOTSUPP).
+ *   xsrq   XRC SRQs: made in a domain on a CQ, each with its own number
+ *          (24 bits, rxe's number for it); the domain cannot be closed
+ *          while one lives (EBUSY), and can once they are destroyed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_rxe.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +84,58 @@ static int create_tgt_qp(struct ibv_context *c, uint32_t xrcd)
 	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.pd_handle = xrcd;
 	req.cmd.qp_type = IBV_QPT_XRC_RECV;
+	return write(c->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
+}
+
+/* IB_USER_VERBS_CMD_CREATE_XSRQ of an XRC SRQ of 16 receives in domain
+ * `xrcd`, PD `pd` and CQ `cq`: errno, or 0, the handle, the number uverbs
+ * returns and the one in rxe's response. */
+static int create_xsrq(struct ibv_context *c, uint32_t xrcd, struct ibv_pd *pd,
+		       struct ibv_cq *cq, uint32_t *handle, uint32_t *srqn, uint32_t *rxe_num)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_xsrq cmd;
+	} req;
+	struct {
+		struct ib_uverbs_create_srq_resp resp;
+		struct rxe_create_srq_resp drv;
+	} resp;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	req.hdr.command = IB_USER_VERBS_CMD_CREATE_XSRQ;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.srq_type = IBV_SRQT_XRC;
+	req.cmd.pd_handle = pd->handle;
+	req.cmd.max_wr = 16;
+	req.cmd.max_sge = 1;
+	req.cmd.xrcd_handle = xrcd;
+	req.cmd.cq_handle = cq->handle;
+	if (write(c->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return errno;
+	*handle = resp.resp.srq_handle;
+	*srqn = resp.resp.srqn;
+	*rxe_num = resp.drv.srq_num;
+	return 0;
+}
+
+static int destroy_srq(struct ibv_context *c, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_destroy_srq cmd;
+	} req;
+	struct ib_uverbs_destroy_srq_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_DESTROY_SRQ;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.srq_handle = handle;
 	return write(c->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
 }
 
@@ -158,6 +214,37 @@ static int mode_xrcd(const char *dev, struct ibv_context *c)
 	return 0;
 }
 
+static int mode_xsrq(struct ibv_context *c)
+{
+	uint32_t x, h[2], n[2], rn[2];
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_cq *cq = ibv_create_cq(c, 16, NULL, NULL, 0);
+	int r;
+
+	if (!pd || !cq)
+		FAIL("PD, CQ: %s", strerror(errno));
+	if ((r = open_xrcd(c, -1, 0, &x)))
+		FAIL("a domain: %s", strerror(r));
+	for (int i = 0; i < 2; i++) {
+		if ((r = create_xsrq(c, x, pd, cq, &h[i], &n[i], &rn[i])))
+			FAIL("XRC SRQ %d: %s", i, strerror(r));
+		if (!n[i] || n[i] >= 1 << 24 || n[i] != rn[i])
+			FAIL("XRC SRQ %d: number %#x, rxe's %#x", i, n[i], rn[i]);
+	}
+	if (n[0] == n[1])
+		FAIL("two XRC SRQs share the number %#x", n[0]);
+	if ((r = close_xrcd(c, x)) != EBUSY)
+		FAIL("closing the domain of live XRC SRQs: %s, expected EBUSY",
+		     r ? strerror(r) : "closed");
+	for (int i = 0; i < 2; i++)
+		if ((r = destroy_srq(c, h[i])))
+			FAIL("destroying XRC SRQ %d: %s", i, strerror(r));
+	if ((r = close_xrcd(c, x)))
+		FAIL("closing the domain afterwards: %s", strerror(r));
+	printf("XRC SRQs %#x and %#x\n", n[0], n[1]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_context *c;
@@ -171,5 +258,7 @@ int main(int argc, char **argv)
 		FAIL("cannot open %s", argv[1]);
 	if (!strcmp(argv[2], "xrcd"))
 		return mode_xrcd(argv[1], c);
+	if (!strcmp(argv[2], "xsrq"))
+		return mode_xsrq(c);
 	FAIL("unknown mode %s", argv[2]);
 }
