@@ -99,8 +99,9 @@ pub enum SrqKind {
 /// For [`SrqKind::Xrc`], `xrcd` and `cq` point to the request's domain and
 /// CQ, objects of the device the SRQ is created on, alive while the
 /// request is (the core holds a use count on each for the create call,
-/// which this request does not outlive).
-#[derive(Clone, Copy, Debug)]
+/// which this request does not outlive: drivers get it by reference, and
+/// it cannot be copied).
+#[derive(Debug)]
 pub struct SrqInit {
     /// Requested attributes.
     pub attr: SrqAttr,
