@@ -110,8 +110,11 @@ impl QpType {
     }
 }
 
-/// What `create_qp` was asked for.
-#[derive(Clone, Copy, Debug)]
+/// What `create_qp` was asked for. It holds the core's CQ and SRQ
+/// pointers of the create call, which the driver reaches through
+/// [`Self::cqs`] and [`Self::srq`]: drivers get it by reference, and it
+/// cannot be copied out of the call.
+#[derive(Debug)]
 pub struct QpInit {
     /// Transport.
     pub ty: QpType,
