@@ -403,9 +403,8 @@ pub(super) unsafe extern "C" fn create_qp_callback<T: Driver>(
             return Err(EOPNOTSUPP);
         }
         // SAFETY: The core passes a zeroed QP of `size_ib_qp` bytes with
-        // `device`, `pd` (not null: above) and `qp_type` set, the request,
-        // and the command's udata (null for kernel QPs), valid for the
-        // call.
+        // `device`, `pd` (not null, above) and `qp_type` set, the request,
+        // and the command's udata (null for kernel QPs), for the call.
         let (pd, mut req, udata) = unsafe {
             (
                 Pd::<T>::from_raw((*qp).pd),
