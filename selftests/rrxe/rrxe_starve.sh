@@ -14,9 +14,14 @@
 # get no work from either flood (its packets are dropped in the softirq:
 # the threads use under 2% of a CPU), and the busy processes keep with
 # rrxe what they keep with rdma_rxe (the best of three runs each, on each
-# CPU and in all, with a quarter of slack for the emulator's noise).
+# CPU and in all, with a quarter of slack for the emulator's noise). Where
+# three runs each do not settle that, three more of each are made, and
+# the best of six compared: the host's noise only takes from a run, so
+# the best of more runs is nearer what each driver leaves.
 #
-# Needs two CPUs. RRXE_STARVE_SECS (default 4) is the length of a run.
+# Needs two CPUs. RRXE_STARVE_SECS (default 4) is the length of a run;
+# RRXE_STARVE_SLACK (default 25) the slack in percent (a negative one
+# makes the comparisons fail, to see the three more runs made).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -31,7 +36,7 @@ secs=${RRXE_STARVE_SECS:-4}
 # A run's rounds with rrxe may fall this far below rdma_rxe's, in percent:
 # the emulator's speed drifts with the host's load, and the shares of
 # one driver's runs spread over 20 points on a loaded host.
-slack=25
+slack=${RRXE_STARVE_SLACK:-25}
 cleanup_net
 modprobe -r rdma_rxe 2>/dev/null
 unload_rrxe
@@ -185,9 +190,21 @@ idle_threads() {
 }
 check "rrxe's kernel threads take under 2% of a CPU during the floods" idle_threads
 idle_threads | sed 's/^/# /'
-check "wrong ICRCs: the busy processes keep with rrxe what they keep with rdma_rxe" kept 1
+# settle BAD: the comparison of `kept`, after three more runs of each
+# driver with the flood BAD (each between two baselines) if the first
+# three did not settle it.
+settle() {
+	local bad=$1
+	kept "$bad" && return 0
+	echo "# three runs each did not settle it: three more of each"
+	for _ in 1 2 3; do
+		with rxe "$bad" && run base && with rrxe "$bad" && run base || return 1
+	done
+	kept "$bad"
+}
+check "wrong ICRCs: the busy processes keep with rrxe what they keep with rdma_rxe" settle 1
 kept 1 2>/dev/null | head -n1 | sed 's/^/# /'
-check "valid ICRCs to an unknown QP: the same" kept 0
+check "valid ICRCs to an unknown QP: the same" settle 0
 kept 0 2>/dev/null | head -n1 | sed 's/^/# /'
 check "no kernel report" no_kernel_report "$mark"
 
