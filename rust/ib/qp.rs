@@ -7,7 +7,7 @@
 use super::{
     bindings,
     device::Driver,
-    object::{Cq, Pd, Qp, Srq},
+    object::{Cq, Pd, Qp, Srq, Xrcd},
     udata::Udata,
     wr::{RecvWr, SendWr},
 };
@@ -26,6 +26,16 @@ pub trait QpOps<T: Driver>: Sized + Send + Sync {
         _udata: Option<&Udata>,
     ) -> Result<(Self, u32, QpCap)> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A new XRC target QP in `xrcd`: it has no PD, no CQs and no queues
+    /// of its own (its receives come from the XRC SRQ each packet names),
+    /// and the core asks for it with no udata, even for a user. The core
+    /// shares it between the processes that open it in the domain and
+    /// destroys it when the last closes it. Returns as
+    /// [`Self::create_qp`] does.
+    fn create_xrc_tgt(_xrcd: &Xrcd<T>, _init: &QpInit) -> Result<(Self, u32, QpCap)> {
+        Err(EOPNOTSUPP)
     }
 
     /// Changes the attributes `mask` names to the values in `attrs`;
@@ -93,7 +103,11 @@ pub enum QpType {
     Uc,
     /// Unreliable datagram.
     Ud,
-    /// Anything else (raw packet, XRC, driver types).
+    /// XRC initiator: an RC requester whose messages name an XRC SRQ.
+    XrcIni,
+    /// XRC target: an RC responder of an XRC domain.
+    XrcTgt,
+    /// Anything else (raw packet, driver types).
     Other(u32),
 }
 
@@ -105,15 +119,30 @@ impl QpType {
             bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
             bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
             bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            bindings::ib_qp_type_IB_QPT_XRC_INI => Self::XrcIni,
+            bindings::ib_qp_type_IB_QPT_XRC_TGT => Self::XrcTgt,
             ty => Self::Other(ty),
+        }
+    }
+
+    pub(crate) fn to_raw(self) -> bindings::ib_qp_type {
+        match self {
+            Self::Smi => bindings::ib_qp_type_IB_QPT_SMI,
+            Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+            Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
+            Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
+            Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            Self::XrcIni => bindings::ib_qp_type_IB_QPT_XRC_INI,
+            Self::XrcTgt => bindings::ib_qp_type_IB_QPT_XRC_TGT,
+            Self::Other(t) => t as bindings::ib_qp_type,
         }
     }
 }
 
-/// What `create_qp` was asked for. It holds the core's CQ and SRQ
-/// pointers of the create call, which the driver reaches through
-/// [`Self::cqs`] and [`Self::srq`]: drivers get it by reference, and it
-/// cannot be copied out of the call.
+/// What `create_qp` was asked for. It holds the core's CQ, SRQ and XRC
+/// domain pointers of the create call, which the driver reaches through
+/// [`Self::cqs`], [`Self::srq`] and [`Self::xrcd`]: drivers get it by
+/// reference, and it cannot be copied out of the call.
 #[derive(Debug)]
 pub struct QpInit {
     /// Transport.
@@ -133,6 +162,7 @@ pub struct QpInit {
     send_cq: *mut bindings::ib_cq,
     recv_cq: *mut bindings::ib_cq,
     srq: *mut bindings::ib_srq,
+    xrcd: *mut bindings::ib_xrcd,
     /// The address of the QP's C object: an opaque handle that kernel
     /// completions carry back (`Wc::qp_cookie`).
     pub handle: usize,
@@ -156,6 +186,7 @@ impl QpInit {
             send_cq: raw.send_cq,
             recv_cq: raw.recv_cq,
             srq: raw.srq,
+            xrcd: raw.xrcd,
             handle: 0,
         }
     }
@@ -168,6 +199,16 @@ impl QpInit {
         // SAFETY: The core holds the SRQ (of this device, so of `T`) for
         // the call and, once the QP exists, for its life.
         Some(unsafe { Srq::from_raw(self.srq) })
+    }
+
+    /// The XRC domain of an XRC target QP.
+    pub fn xrcd<T: Driver>(&self) -> Option<&Xrcd<T>> {
+        if self.xrcd.is_null() {
+            return None;
+        }
+        // SAFETY: The core holds the domain (of this device, so of `T`)
+        // for the call and, once the QP exists, for its life.
+        Some(unsafe { Xrcd::from_raw(self.xrcd) })
     }
 
     /// The send and receive CQs, when both were given.
@@ -326,14 +367,7 @@ pub(crate) fn attrs_to_raw(attrs: &QpAttrs, cap: &QpCap, out: &mut bindings::ib_
 /// Whether the IB spec allows moving a QP of type `ty` from `cur` to
 /// `next` with the attributes `mask` names (the core's table).
 pub fn transition_ok(cur: QpState, next: QpState, ty: QpType, mask: u32) -> bool {
-    let t = match ty {
-        QpType::Smi => bindings::ib_qp_type_IB_QPT_SMI,
-        QpType::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
-        QpType::Rc => bindings::ib_qp_type_IB_QPT_RC,
-        QpType::Uc => bindings::ib_qp_type_IB_QPT_UC,
-        QpType::Ud => bindings::ib_qp_type_IB_QPT_UD,
-        QpType::Other(t) => t as bindings::ib_qp_type,
-    };
+    let t = ty.to_raw();
     // SAFETY: A pure table lookup.
     unsafe {
         bindings::ib_modify_qp_is_ok(
@@ -352,10 +386,13 @@ impl<T: Driver> Qp<T> {
         unsafe { (*self.as_raw()).qp_num }
     }
 
-    /// The PD the QP belongs to.
-    pub fn pd(&self) -> &Pd<T> {
-        // SAFETY: Set by the core before creation; the PD outlives the QP.
-        unsafe { Pd::from_raw((*self.as_raw()).pd) }
+    /// The PD the QP belongs to (none for an XRC target QP).
+    pub fn pd(&self) -> Option<&Pd<T>> {
+        // SAFETY: Set by the core before creation (null for an XRC target
+        // QP); the PD outlives the QP.
+        let pd = unsafe { (*self.as_raw()).pd };
+        // SAFETY: Not null, so a PD of this device, alive (above).
+        (!pd.is_null()).then(|| unsafe { Pd::from_raw(pd) })
     }
 
     /// The send CQ (set by the core once the QP is created).
@@ -387,33 +424,36 @@ impl<T: Driver> Qp<T> {
 /// # Safety
 ///
 /// The arguments of the core's `create_qp` call on a device of `T`: a
-/// zeroed QP of `size_ib_qp` bytes with `device`, `pd` and `qp_type` set,
-/// the request, and the command's udata (null for kernel QPs), for the
-/// call.
+/// zeroed QP of `size_ib_qp` bytes with `device`, `pd` and `qp_type` set
+/// (`pd` null for an XRC target QP, whose request names its domain), the
+/// request, and the command's udata (null for kernel and XRC target QPs),
+/// for the call.
 pub(super) unsafe extern "C" fn create_qp_callback<T: Driver>(
     qp: *mut bindings::ib_qp,
     init: *mut bindings::ib_qp_init_attr,
     udata: *mut bindings::ib_udata,
 ) -> c_int {
     from_result(|| {
-        // An XRC target QP belongs to an XRC domain and has no PD: the
-        // core passes a null one. Drivers here take no such QP.
-        // SAFETY: The core passes a QP with `pd` set or null.
-        if unsafe { (*qp).pd }.is_null() {
-            return Err(EOPNOTSUPP);
-        }
-        // SAFETY: The core passes a zeroed QP of `size_ib_qp` bytes with
-        // `device`, `pd` (not null, above) and `qp_type` set, the request,
-        // and the command's udata (null for kernel QPs), for the call.
-        let (pd, mut req, udata) = unsafe {
-            (
-                Pd::<T>::from_raw((*qp).pd),
-                QpInit::from_raw(init),
-                Udata::from_raw(udata),
-            )
-        };
+        // SAFETY: The core passes a valid request and udata (or null) for
+        // the call.
+        let (mut req, udata) = unsafe { (QpInit::from_raw(init), Udata::from_raw(udata)) };
         req.handle = qp as usize;
-        let (data, qpn, cap) = T::Qp::create_qp(pd, &req, udata)?;
+        // SAFETY: The core passes a QP with `pd` set or null.
+        let pd = unsafe { (*qp).pd };
+        let (data, qpn, cap) = if pd.is_null() {
+            // Only an XRC target QP comes without a PD: it belongs to the
+            // domain its request names instead.
+            match (req.ty, req.xrcd::<T>()) {
+                (QpType::XrcTgt, Some(xrcd)) if udata.is_none() => {
+                    T::Qp::create_xrc_tgt(xrcd, &req)?
+                }
+                _ => return Err(EINVAL),
+            }
+        } else {
+            // SAFETY: Not null: the PD of this device the QP is made in,
+            // which the core holds for the call.
+            T::Qp::create_qp(unsafe { Pd::<T>::from_raw(pd) }, &req, udata)?
+        };
         // SAFETY: As above; the data part is uninitialised and ours, and
         // the request's capacities are reported back to the caller.
         unsafe {

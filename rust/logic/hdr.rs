@@ -410,6 +410,10 @@ const NONE: Has = Has {
     payload: false,
 };
 
+/// The opcode bits of the XRC service (the top three bits 101): an XRC
+/// opcode is RC's with these.
+pub const XRC_SERVICE: u8 = 0xa0;
+
 /// The service of a known opcode.
 pub const fn service(opcode: u8) -> Option<Service> {
     match opcode >> 5 {

@@ -411,9 +411,9 @@ pub fn rx(dev: &Device<Rrxe>, pkt: &[u8]) {
     match hdr::service(rx.bth.opcode) {
         Some(Service::Ud) => ud::rx(dev, &rx),
         Some(Service::Uc) => uc::rx(dev, &rx),
-        Some(Service::Rc) => rc::rx(dev, &rx),
-        // No QP of this device takes XRC packets.
-        Some(Service::Xrc) | None => bad_hdr(dev.data(), &rx, "no transport"),
+        // XRC requests go to RC's responder, for XRC target QPs.
+        Some(Service::Rc | Service::Xrc) => rc::rx(dev, &rx),
+        None => bad_hdr(dev.data(), &rx, "no transport"),
     }
 }
 

@@ -31,6 +31,12 @@ impl UcontextOps<Rrxe> for RrxeUcontext {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PdId(u64);
 
+impl PdId {
+    /// No PD's: an XRC target QP's, which has none. No MR, MW or AH
+    /// matches it (PDs are numbered from 1).
+    pub const NONE: Self = Self(0);
+}
+
 /// The next PD's identity (64 bits: never wraps in practice).
 static NEXT_PD_ID: AtomicU64 = AtomicU64::new(1);
 

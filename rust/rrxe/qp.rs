@@ -15,7 +15,7 @@ use crate::ib::{
     wr::{RecvWr, SendWr},
 };
 use crate::ib::{
-    object::{Pd, Qp},
+    object::{Pd, Qp, Xrcd},
     qp::{QpInit, QpOps, QpType},
     udata::Udata,
 };
@@ -42,6 +42,7 @@ use crate::rrxe::{
     queue::{MmapInfo, Role, UserRing},
     sq::SendBufs,
     srq::SrqShared,
+    xrcd::XrcdId,
 };
 use crate::rrxe_dbg;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -108,12 +109,15 @@ pub struct QpShared {
     pub sig_all: bool,
     /// The PD, as an identity.
     pub pd: PdId,
-    /// Where send completions go.
-    pub send_cq: Arc<CqShared>,
-    /// Where receive completions go.
-    pub recv_cq: Arc<CqShared>,
+    /// Where send completions go (none for an XRC target QP).
+    pub send_cq: Option<Arc<CqShared>>,
+    /// Where receive completions go (none for an XRC target QP).
+    pub recv_cq: Option<Arc<CqShared>>,
     /// The SRQ receives come from, if any.
     pub srq: Option<Arc<SrqShared>>,
+    /// An XRC target QP's domain: the XRC SRQs of this domain take its
+    /// receives.
+    pub xrcd: Option<XrcdId>,
     /// State and rings.
     #[pin]
     pub inner: SpinLockIrq<QpInner>,
@@ -212,6 +216,12 @@ impl QpShared {
         self.timer_fired.load(Ordering::Acquire) && self.timer_fired.swap(false, Ordering::AcqRel)
     }
 
+    /// Whether the QP keeps the reliable transport's state (`rc`): an RC
+    /// QP, or an XRC target QP, which is an RC responder.
+    pub fn reliable(&self) -> bool {
+        matches!(self.ty, QpType::Rc | QpType::XrcTgt)
+    }
+
     /// Marks the QP as being destroyed (see `RrxeQp::destroy`).
     pub(crate) fn mark_dead(&self) {
         self.dead.store(true, Ordering::Release);
@@ -236,7 +246,10 @@ impl QpShared {
     /// stale. `dead` is checked under the CQ's lock, which destruction
     /// takes after setting it.
     pub fn send_wc(&self, wc: &Wc) -> bool {
-        cq::post(&self.send_cq, wc, false, &self.dead).is_ok()
+        let Some(cq) = &self.send_cq else {
+            return false;
+        };
+        cq::post(cq, wc, false, &self.dead).is_ok()
     }
 
     /// The attributes of a connected QP whose responder may take a packet
@@ -252,8 +265,10 @@ impl QpShared {
     }
 
     /// Completes a receive WQE a responder held (copied out of its ring)
-    /// with `IB_WC_WR_FLUSH_ERR`, as the ERR flush does the ring's.
-    pub fn flush_held(&self, slot: &[u8]) {
+    /// with `IB_WC_WR_FLUSH_ERR` on `cq` (the receive CQ, or an XRC SRQ's),
+    /// as the ERR flush does the ring's; returns whether it was added (see
+    /// [`Self::send_wc`]).
+    pub fn flush_held(&self, cq: Option<&Arc<CqShared>>, slot: &[u8]) -> bool {
         let wc = Wc {
             status: status::WR_FLUSH_ERR,
             qp_num: self.qpn,
@@ -261,21 +276,34 @@ impl QpShared {
             wr_id: wqe::wr_id(slot).unwrap_or(0),
             ..Default::default()
         };
-        self.recv_wc(&wc, false);
+        cq.is_some_and(|cq| cq::post(cq, &wc, false, &self.dead).is_ok())
     }
 
     /// Posts a completion to the receive CQ, as [`Self::send_wc`] does.
     pub fn recv_wc(&self, wc: &Wc, solicited: bool) -> bool {
-        cq::post(&self.recv_cq, wc, solicited, &self.dead).is_ok()
+        let Some(cq) = &self.recv_cq else {
+            return false;
+        };
+        cq::post(cq, wc, solicited, &self.dead).is_ok()
     }
 
     /// Posts the completion of a received message, as [`Self::recv_wc`]
     /// does, and returns whether the receive CQ was full: the completion
     /// is then lost (counted, `IB_EVENT_CQ_ERR` raised), and the caller
     /// puts the QP in ERR, as rxe's responder does for every QP type, so
-    /// that the QP takes no message past one its consumer never saw.
+    /// that the QP takes no message past one its consumer never saw. A QP
+    /// with no receive CQ (an XRC target QP) takes no message this way:
+    /// it counts as full.
     pub fn recv_msg_wc(&self, wc: &Wc, solicited: bool) -> bool {
-        cq::post(&self.recv_cq, wc, solicited, &self.dead) == Err(ENOSPC)
+        self.msg_wc_on(self.recv_cq.as_ref(), wc, solicited)
+    }
+
+    /// [`Self::recv_msg_wc`] on `cq` (the receive CQ, or an XRC SRQ's).
+    pub fn msg_wc_on(&self, cq: Option<&Arc<CqShared>>, wc: &Wc, solicited: bool) -> bool {
+        let Some(cq) = cq else {
+            return true;
+        };
+        cq::post(cq, wc, solicited, &self.dead) == Err(ENOSPC)
     }
 }
 
@@ -300,6 +328,174 @@ impl QpShared {
             return None;
         }
         rq.pop(slot).then_some(self.cap.max_recv_sge)
+    }
+}
+
+/// What a new QP is tied to: its PD (or XRC domain) and the CQs and SRQ
+/// it uses.
+pub(crate) struct QpLinks {
+    pub(crate) pd: PdId,
+    pub(crate) send_cq: Option<Arc<CqShared>>,
+    pub(crate) recv_cq: Option<Arc<CqShared>>,
+    pub(crate) srq: Option<Arc<SrqShared>>,
+    pub(crate) xrcd: Option<XrcdId>,
+}
+
+/// A new QP before it has a number: everything it allocates, made in its
+/// creator's call (later, in the receive path, an allocation could only
+/// fail or go uncharged).
+pub(crate) struct QpParts {
+    ty: QpType,
+    cap: QpCap,
+    sig_all: bool,
+    links: QpLinks,
+    inner: QpInner,
+    send_bufs: SendBufs,
+    uc_rx: UcRx,
+    req: ReqState,
+    resp: RespState,
+    route: Option<RouteCache>,
+    gate: Option<TxGate<QpShared>>,
+    kernel: bool,
+    charge: Charge,
+    handle: usize,
+    dev: DeviceRef<Rrxe>,
+}
+
+impl QpParts {
+    /// The parts of a QP of `init`'s type with these rings (send, and
+    /// receive unless it uses an SRQ or has none) and capacities, charged
+    /// to `charge`; `kernel` for a kernel consumer's QP.
+    pub(crate) fn new(
+        init: &QpInit,
+        device: &Device<Rrxe>,
+        links: QpLinks,
+        (sq, rq): (UserRing, Option<UserRing>),
+        cap: QpCap,
+        charge: Charge,
+        kernel: bool,
+    ) -> Result<Self> {
+        let gfp = charge.gfp();
+        let rc = init.ty == QpType::Rc;
+        let (slots, elem) = (sq.geometry().slots(), sq.geometry().elem_size());
+        // The buffers a WQE is copied into.
+        let recv = match (&rq, &links.srq) {
+            (Some(rq), _) => rq.geometry().elem_size(),
+            (None, Some(srq)) => srq.inner.lock().ring.geometry().elem_size(),
+            (None, None) => 0,
+        };
+        charge.room(elem + recv + if rc { ReqState::bytes(slots, elem) } else { 0 })?;
+        let (rc_recv, uc_recv, ud_recv) = match init.ty {
+            QpType::Rc => (recv, 0, 0),
+            QpType::Uc => (0, recv, 0),
+            _ => (0, 0, recv),
+        };
+        let (req_slots, req_elem) = if rc { (slots, elem) } else { (0, 0) };
+        // An XRC target QP answers requests as an RC responder does.
+        let connected = matches!(init.ty, QpType::Rc | QpType::XrcTgt);
+        Ok(Self {
+            ty: init.ty,
+            cap,
+            sig_all: init.sig_all,
+            links,
+            send_bufs: SendBufs {
+                wqe: KVec::from_elem(0u8, elem, gfp)?,
+                ..SendBufs::default()
+            },
+            uc_rx: UcRx {
+                spare: KVec::from_elem(0u8, uc_recv, gfp)?,
+                ..Default::default()
+            },
+            req: ReqState::new(req_slots, req_elem, gfp)?,
+            resp: RespState::new(gfp, rc_recv)?,
+            route: if connected || init.ty == QpType::Uc {
+                Some(RouteCache::new(charge.accounts())?)
+            } else {
+                None
+            },
+            gate: if connected {
+                Some(TxGate::new(charge.accounts())?)
+            } else {
+                None
+            },
+            inner: QpInner {
+                attrs: QpAttrs {
+                    port_num: 1,
+                    ..Default::default()
+                },
+                sq,
+                rq,
+                ud_spare: KVec::from_elem(0u8, ud_recv, gfp)?,
+            },
+            kernel,
+            charge,
+            handle: init.handle,
+            dev: DeviceRef::new(device),
+        })
+    }
+
+    /// The QP, numbered `qpn`.
+    fn build(self, qpn: u32) -> Result<Arc<QpShared>> {
+        let gfp = self.charge.gfp();
+        Arc::pin_init(
+            try_pin_init!(QpShared {
+                qpn,
+                ty: self.ty,
+                cap: self.cap,
+                sig_all: self.sig_all,
+                pd: self.links.pd,
+                send_cq: self.links.send_cq,
+                recv_cq: self.links.recv_cq,
+                srq: self.links.srq,
+                xrcd: self.links.xrcd,
+                inner <- new_spinlock_irq!(self.inner, "rrxe::QpShared::inner"),
+                send_lock <- new_mutex!(self.send_bufs, "rrxe::QpShared::send_lock"),
+                uc_rx <- new_mutex!(self.uc_rx, "rrxe::QpShared::uc_rx"),
+                rc <- RcLocks::new(self.req, self.resp),
+                req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
+                reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
+                kernel: self.kernel,
+                charge: self.charge,
+                handle: self.handle,
+                route: self.route,
+                gate: self.gate,
+                dev: self.dev,
+                dead: AtomicBool::new(false),
+                timer_fired: AtomicBool::new(false),
+                flush_pending: AtomicBool::new(false),
+                task <- new_work!("rrxe::QpShared::task"),
+                timer <- HrTimer::new(),
+            }? Error),
+            gfp,
+        )
+    }
+
+    /// Numbers the QP (QP1 for GSI, the next free number otherwise), puts
+    /// it in the device's tables, where the receive path finds it, and
+    /// opens its gate.
+    pub(crate) fn install(self, device: &Device<Rrxe>) -> Result<(u32, Arc<QpShared>)> {
+        let dev = device.data();
+        let (qpn, shared) = if self.ty == QpType::Gsi {
+            // Built before the lock is taken: it allocates.
+            let shared = self.build(GSI_QPN)?;
+            let mut g = dev.gsi().lock();
+            if g.is_some() {
+                drop(g);
+                // Never entered the table: nothing to wait for or remove.
+                shared.dead.store(true, Ordering::Release);
+                return Err(EBUSY);
+            }
+            *g = Some(shared.clone());
+            (GSI_QPN, shared)
+        } else {
+            let (qpn, shared) = dev.qp_pool().insert(|qpn| self.build(qpn))?;
+            dev.qp_live().set(qpn, true);
+            (qpn, shared)
+        };
+        if let Some(g) = &shared.gate {
+            g.open(shared.clone());
+        }
+        Ok((qpn, shared))
     }
 }
 
@@ -420,132 +616,26 @@ impl QpOps<Rrxe> for RrxeQp {
             udata.write_out(&resp)?;
         }
 
-        let device = pd.device();
-        let dev = device.data();
-        let attrs = QpAttrs {
-            port_num: 1,
-            ..Default::default()
+        let links = QpLinks {
+            pd: pd_id(pd),
+            send_cq: Some(send_cq),
+            recv_cq: Some(recv_cq),
+            srq,
+            xrcd: None,
         };
         // What a user QP allocates (its RC shadow of the send ring, as large
         // as the ring, its route cache and socket, the buffers that grow
         // later) is the user's memory, charged to its memory cgroup like
         // the rings.
         let charge = Charge::for_user(udata.is_some());
-        let gfp = charge.gfp();
-        let (slots, elem) = (sq.geometry().slots(), sq.geometry().elem_size());
-        // The buffers a WQE is copied into, allocated now, in the owner's
-        // call (later, in the receive path, the allocation could only fail
-        // or go uncharged).
-        let recv = match (&rq, &srq) {
-            (Some(rq), _) => rq.geometry().elem_size(),
-            (None, Some(srq)) => srq.inner.lock().ring.geometry().elem_size(),
-            (None, None) => 0,
-        };
-        charge.room(
-            elem + recv
-                + if init.ty == QpType::Rc {
-                    ReqState::bytes(slots, elem)
-                } else {
-                    0
-                },
-        )?;
-        let (rc_recv, uc_recv, ud_recv) = match init.ty {
-            QpType::Rc => (recv, 0, 0),
-            QpType::Uc => (0, recv, 0),
-            _ => (0, 0, recv),
-        };
-        let send_bufs = SendBufs {
-            wqe: KVec::from_elem(0u8, elem, gfp)?,
-            ..SendBufs::default()
-        };
-        let uc_rx = UcRx {
-            spare: KVec::from_elem(0u8, uc_recv, gfp)?,
-            ..Default::default()
-        };
-        let rc_state = if init.ty == QpType::Rc {
-            ReqState::new(slots, elem, gfp)?
-        } else {
-            ReqState::new(0, 0, gfp)?
-        };
-        let rc_state = (rc_state, RespState::new(gfp, rc_recv)?);
-        let mut rc_state = Some(rc_state);
-        let mut route = match init.ty {
-            QpType::Rc | QpType::Uc => Some(RouteCache::new(charge.accounts())?),
-            _ => None,
-        };
-        let mut gate = match init.ty {
-            QpType::Rc => Some(TxGate::new(charge.accounts())?),
-            _ => None,
-        };
-        let mut inner = Some(QpInner {
-            attrs,
-            sq,
-            rq,
-            ud_spare: KVec::from_elem(0u8, ud_recv, gfp)?,
-        });
-        let mut charge = Some(charge);
-        let mut send_bufs = Some(send_bufs);
-        let mut uc_rx = Some(uc_rx);
-        let make = |qpn: u32| {
-            let inner = inner.take().ok_or(EINVAL)?;
-            let send_bufs = send_bufs.take().ok_or(EINVAL)?;
-            let uc_rx = uc_rx.take().ok_or(EINVAL)?;
-            let charge = charge.take().ok_or(EINVAL)?;
-            let rc_state = rc_state.take().ok_or(EINVAL)?;
-            let route = route.take();
-            let gate = gate.take();
-            Arc::pin_init(
-                try_pin_init!(QpShared {
-                qpn,
-                ty: init.ty,
-                cap,
-                sig_all: init.sig_all,
-                pd: pd_id(pd),
-                send_cq: send_cq.clone(),
-                recv_cq: recv_cq.clone(),
-                srq: srq.clone(),
-                inner <- new_spinlock_irq!(inner, "rrxe::QpShared::inner"),
-                send_lock <- new_mutex!(send_bufs, "rrxe::QpShared::send_lock"),
-                uc_rx <- new_mutex!(uc_rx, "rrxe::QpShared::uc_rx"),
-                rc <- RcLocks::new(rc_state.0, rc_state.1),
-                req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
-                reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
-                kernel,
-                charge,
-                handle: init.handle,
-                route,
-                gate,
-                dev: DeviceRef::new(device),
-                dead: AtomicBool::new(false),
-                timer_fired: AtomicBool::new(false),
-                flush_pending: AtomicBool::new(false),
-                task <- new_work!("rrxe::QpShared::task"),
-                timer <- HrTimer::new(),
-            }? Error),
-                gfp,
-            )
-        };
-        let (qpn, shared) = if init.ty == QpType::Gsi {
-            // Built before the lock is taken: it allocates.
-            let shared = make(GSI_QPN)?;
-            let mut g = dev.gsi().lock();
-            if g.is_some() {
-                drop(g);
-                // Never entered the table: nothing to wait for or remove.
-                shared.dead.store(true, Ordering::Release);
-                return Err(EBUSY);
-            }
-            *g = Some(shared.clone());
-            (GSI_QPN, shared)
-        } else {
-            let (qpn, shared) = dev.qp_pool().insert(make)?;
-            dev.qp_live().set(qpn, true);
-            (qpn, shared)
-        };
-        if let Some(g) = &shared.gate {
-            g.open(shared.clone());
-        }
+        let parts = QpParts::new(init, pd.device(), links, (sq, rq), cap, charge, kernel)?;
+        let (qpn, shared) = parts.install(pd.device())?;
         Ok((RrxeQp { shared }, qpn, cap))
+    }
+
+    /// `create_qp` of an XRC target QP: see `qp_xrc`.
+    fn create_xrc_tgt(xrcd: &Xrcd<Rrxe>, init: &QpInit) -> Result<(RrxeQp, u32, QpCap)> {
+        crate::rrxe::qp_xrc::create_tgt(xrcd, init)
     }
 
     /// `modify_qp`: the transition must be one the IB spec allows with exactly
@@ -592,7 +682,7 @@ impl QpOps<Rrxe> for RrxeQp {
         }
         drop(g);
         flush_rest(s);
-        if s.ty == QpType::Rc {
+        if s.reliable() {
             let mut resp = s.rc.resp.lock();
             if mask & qp::mask::RQ_PSN != 0 {
                 resp.set_rq_psn(new.rq_psn);
@@ -630,7 +720,7 @@ impl QpOps<Rrxe> for RrxeQp {
         if to_err {
             // A receive WQE kept by the UC responder is flushed too.
             if let Some((slot, _)) = rx.held.take() {
-                s.flush_held(&slot);
+                s.flush_held(s.recv_cq.as_ref(), &slot);
             }
             rx.seq.msg = None;
             rx.write = None;

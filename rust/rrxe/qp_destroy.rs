@@ -44,8 +44,9 @@ impl RrxeQp {
         // QP's is posted, whoever holds the QP (a datagram delivered from
         // another QP's doorbell holds none of the locks waited on below),
         // and the core may free the handle its completions carry.
-        cq::fence(&s.send_cq);
-        cq::fence(&s.recv_cq);
+        for cq in s.send_cq.iter().chain(&s.recv_cq) {
+            cq::fence(cq);
+        }
         // Transport work already under way on this QP holds one of these
         // locks and looks at `dead` under it: wait it out. The timer holds
         // a reference to the QP and is never started again once it is dead.

@@ -121,7 +121,7 @@ pub(crate) fn overflow_to_err(dev: &RrxeDev, qp: &QpShared, rx: &mut UcRx) {
     );
     flush_rest(qp);
     if let Some((slot, _)) = rx.held.take() {
-        qp.flush_held(&slot);
+        qp.flush_held(qp.recv_cq.as_ref(), &slot);
     }
     rx.seq.msg = None;
     rx.write = None;

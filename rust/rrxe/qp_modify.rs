@@ -3,7 +3,7 @@
 //! `modify_qp`'s checks of a transition and its attributes, and the move
 //! to RESET that drops what the QP had posted or in flight.
 
-use crate::ib::qp::{transition_ok, QpType};
+use crate::ib::qp::transition_ok;
 use crate::logic::{
     limits,
     mtu::IbMtu,
@@ -61,9 +61,9 @@ pub(crate) fn reset(shared: &QpShared, new: &QpAttrs, cur: Option<QpState>, mask
     let _serial = shared.send_lock.lock();
     // Only the locks of the QP's own transport: RC's and UC's are never
     // nested. RC's responder lock is taken before its requester's.
-    let mut resp = (shared.ty == QpType::Rc).then(|| shared.rc.resp.lock());
-    let mut req = (shared.ty == QpType::Rc).then(|| shared.rc.req.lock());
-    let mut rx = (shared.ty != QpType::Rc).then(|| shared.uc_rx.lock());
+    let mut resp = shared.reliable().then(|| shared.rc.resp.lock());
+    let mut req = shared.reliable().then(|| shared.rc.req.lock());
+    let mut rx = (!shared.reliable()).then(|| shared.uc_rx.lock());
     {
         let mut g = shared.inner.lock();
         check(shared, &g, new, cur, mask)?;

@@ -53,7 +53,7 @@ impl WorkItem for QpShared {
         // Nothing to do for a device being unregistered: its QPs are being
         // destroyed.
         this.with_device(|dev| {
-            if this.ty == QpType::Rc {
+            if this.reliable() {
                 rc::run_replies(dev, &this);
             }
             // Its errors (the QP is below RTS, or its WQE buffer could
@@ -117,6 +117,10 @@ pub fn post_send_user(ibqp: &Qp<Rrxe>) -> Result {
 /// task) for at most one [`RunBudget`], then leaves the rest to the send
 /// task. RC QPs have their own engine (`rc`).
 pub fn process_sq(dev: &Device<Rrxe>, qp: &Arc<QpShared>, runner: Runner) -> Result {
+    // An XRC target QP has no send queue.
+    if qp.ty == QpType::XrcTgt {
+        return Err(EINVAL);
+    }
     {
         let mut g = qp.inner.lock();
         match g.attrs.state {

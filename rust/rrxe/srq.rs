@@ -19,8 +19,11 @@ use crate::logic::{
     qp::{self, AttrError},
 };
 use crate::rrxe::{
+    cq::CqShared,
     device::{Rrxe, RrxeDev},
+    pd::{pd_id, PdId},
     queue::{MmapInfo, Role, UserRing},
+    xrcd::{xrcd_id, XrcdId},
 };
 use kernel::{
     new_spinlock_irq,
@@ -87,11 +90,25 @@ impl SrqInner {
     }
 }
 
+/// What makes an SRQ an XRC SRQ: the domain whose target QPs may take
+/// receives from it, and the CQ those receives complete on.
+pub struct XrcSrq {
+    /// The domain.
+    pub xrcd: XrcdId,
+    /// Where receives complete.
+    pub cq: Arc<CqShared>,
+}
+
 /// An SRQ as the device's SRQ table holds it.
 #[pin_data]
 pub struct SrqShared {
     /// Its number.
     pub num: u32,
+    /// Its PD, as an identity: an XRC target QP has none, and uses this
+    /// one for the keys of the receives it takes from an XRC SRQ.
+    pub pd: PdId,
+    /// Its domain and CQ, for an XRC SRQ.
+    pub xrc: Option<XrcSrq>,
     /// State and ring. Kernel consumers post receives from any context:
     /// the lock is irq-safe.
     #[pin]
@@ -145,13 +162,16 @@ impl SrqOps<Rrxe> for RrxeSrq {
         udata: Option<&Udata>,
         this: SrqRef<Rrxe>,
     ) -> Result<(RrxeSrq, SrqAttr)> {
-        match init.kind {
-            SrqKind::Basic => {}
-            // No QP takes XRC traffic yet: an XRC SRQ is a ring of
-            // receives with a number, in its domain, on its CQ.
-            SrqKind::Xrc if init.xrc::<Rrxe>().is_some() => {}
+        let xrc = match (init.kind, init.xrc::<Rrxe>()) {
+            (SrqKind::Basic, _) => None,
+            // The XRC target QPs of its domain take receives from it, which
+            // complete on its CQ.
+            (SrqKind::Xrc, Some((xrcd, cq))) => Some(XrcSrq {
+                xrcd: xrcd_id(xrcd),
+                cq: cq.data().shared.clone(),
+            }),
             _ => return Err(EOPNOTSUPP),
-        }
+        };
         let (max_wr, max_sge) =
             qp::check_srq_init(init.attr.max_wr, init.attr.max_sge).map_err(attr_err)?;
         let elem = qp::recv_wqe_size(max_sge);
@@ -180,13 +200,17 @@ impl SrqOps<Rrxe> for RrxeSrq {
             max_sge,
             limit: init.attr.srq_limit,
         });
+        let mut xrc = Some(xrc);
         let charge = Charge::for_user(!kernel);
         charge.room(0)?;
         let (num, shared) = dev.srq_pool().insert(|num| {
             let inner = inner.take().ok_or(EINVAL)?;
+            let xrc = xrc.take().ok_or(EINVAL)?;
             Arc::pin_init(
                 try_pin_init!(SrqShared {
                     num,
+                    pd: pd_id(pd),
+                    xrc,
                     inner <- new_spinlock_irq!(inner, "rrxe::SrqShared::inner"),
                     upcalls <- Upcalls::new(),
                     kernel,

@@ -45,8 +45,8 @@
  *	well-formed UD SEND ONLY to QPN with QKEY), icrc (the same with a
  *	wrong ICRC), tver (transport version 1), pkey (a P_Key no device
  *	has), rc (an RC SEND ONLY to QPN at PSN), xrc (an XRC SEND ONLY to
- *	QPN at PSN, its XRCETH naming the XRC SRQ QKEY). For the drop
- *	counters.
+ *	QPN at PSN, its XRCETH naming the XRC SRQ QKEY, byte j of its
+ *	payload j * 13 + 7). For the drop counters and XRC's receives.
  *   rrxe_wire_fuzz spin SECONDS
  *	an ordinary busy process: counts loop rounds for SECONDS and
  *	prints the count (the starvation check pins one to each CPU).
@@ -1361,7 +1361,8 @@ static int flood(unsigned int seconds, int bad, unsigned int len)
  * well-formed UD SEND_ONLY to QP `qpn` with Q_Key `qkey`; "icrc" the same
  * with a wrong ICRC, "tver" with transport version 1, "pkey" with P_Key
  * 0x1234; "rc" an RC SEND_ONLY to QP `qpn` at PSN `psn`; "xrc" an XRC
- * SEND_ONLY to QP `qpn` at PSN `psn` for XRC SRQ `qkey` (its XRCETH).
+ * SEND_ONLY to QP `qpn` at PSN `psn` for XRC SRQ `qkey` (its XRCETH),
+ * byte j of its payload j * 13 + 7. Other payloads are random.
  */
 static int one(const char *kind, uint32_t qpn, uint32_t psn, uint32_t qkey,
 	       unsigned int count, unsigned int len)
@@ -1393,8 +1394,9 @@ static int one(const char *kind, uint32_t qpn, uint32_t psn, uint32_t qkey,
 			put32(t + 12, qkey);
 			put32(t + 16, 0x1);	/* the source QP */
 		}
+		/* An XRC SEND's payload is a pattern its receiver checks. */
 		for (unsigned int j = 0; j < len; j++)
-			t[h + j] = rnd();
+			t[h + j] = xrc ? (uint8_t)(j * 13 + 7) : rnd();
 		finish(b, h + len, &d);
 		if (bad)
 			frames[b][flen[b] - 1] ^= 0x5a;

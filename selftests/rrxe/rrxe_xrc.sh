@@ -2,29 +2,57 @@
 # SPDX-License-Identifier: GPL-2.0
 # XRC objects through the uverbs commands (stock librxe has no XRC verbs):
 # XRC domains, alone and shared by two processes through a file, with
-# uverbs' O_CREAT and O_EXCL rules, freed when their last holder exits; an
-# XRC target QP refused (EOPNOTSUPP); XRC SRQs, each with its number,
-# holding their domain open. Then no kernel report, and the device
-# deletes with nothing left.
+# uverbs' O_CREAT and O_EXCL rules, freed when their last holder exits;
+# XRC SRQs, each with its number, holding their domain open; XRC target
+# QPs, connected, shared by a second process that keeps them after their
+# creator let go, gone when it exits. Then, on a device over a veth pair,
+# an XRC target QP takes XRC SENDs sent from the peer namespace
+# (rrxe_wire_fuzz one) into the XRC SRQ they name, and refuses the ones
+# that name an SRQ of another domain, a basic SRQ or none, and RC's. Then
+# no XRC target QP left, no kernel report, and the devices delete with
+# nothing left.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 4
+ktap_set_plan 8
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && link_add rrxex0 rrxtd0 || ktap_exit_fail_msg "setup failed"
-bin=$(prog rrxe_xrc_test) || ktap_exit_fail_msg "cannot build rrxe_xrc_test"
+bin=$(prog rrxe_xrc_test) && inj=$(prog rrxe_wire_fuzz) ||
+	ktap_exit_fail_msg "cannot build the programs"
 mark=$(kmsg_mark)
 
-check "XRC domains: without a file; shared through one (EAGAIN without O_CREAT, EINVAL with O_EXCL), alive while a second process holds it, gone once it exits; an XRC target QP EOPNOTSUPP" \
+check "XRC domains: without a file; shared through one (EAGAIN without O_CREAT, EINVAL with O_EXCL), alive while a second process holds it, gone once it exits" \
 	"$bin" rrxex0 xrcd
 check "XRC SRQs: two in a domain on a CQ, distinct numbers below 2^24 (rxe's response agrees); the domain EBUSY while they live, closed after" \
 	"$bin" rrxex0 xsrq
+check "XRC target QPs: made in a domain, INIT and RTR (read back; RTR to INIT EINVAL), no doorbell (EINVAL), the domain EBUSY; opened by a second process, alive after the creator's handle is destroyed, gone once that process exits" \
+	"$bin" rrxex0 tgt
+A=rrxtxa B=rrxtxb
+veth_dev() {
+	mk_veth_pair $A $B &&
+		ip netns exec $A rdma link add rrxex1 type "$RRXE_LINK_TYPE" netdev rrxtva &&
+		wait_gid rrxex1 ffff:10.78.0.1
+}
+check "a device over a veth pair, with its IPv4 GID" veth_dev
+mac_a=$(ip netns exec $A cat /sys/class/net/rrxtva/address)
+check "an XRC target QP takes XRC SENDs from the wire into the XRC SRQ they name, byte for byte, completing on its CQ; an XRC SRQ of another domain, a basic SRQ, no SRQ and an RC SEND refused (rcvd_hdr_err)" \
+	"$bin" rrxex1 recv 10.78.0.1 10.78.0.2 \
+	"ip netns exec $B $inj one rrxtvb $mac_a 10.78.0.2 10.78.0.1"
+# rdma's resource list shows every QP of the device by type.
+no_tgt_left() {
+	local n
+	n=$(rdma res show qp | grep 'link rrxex[01]/' | grep -c 'type XRC_TGT')
+	echo "XRC target QPs left on rrxex0 and rrxex1: $n"
+	[ "$n" = 0 ]
+}
+check "no XRC target QP left on the device" no_tgt_left
 check "no kernel report" no_kernel_report "$mark"
-check "the device deletes cleanly afterwards" \
-	bash -c "rdma link delete rrxex0 && ! test -e /sys/class/infiniband/rrxex0"
+check "the devices delete cleanly afterwards" \
+	bash -c "rdma link delete rrxex0 && ! test -e /sys/class/infiniband/rrxex0 &&
+		rdma link delete rrxex1 && ! test -e /sys/class/infiniband/rrxex1"
 
 cleanup_net
 ktap_finished

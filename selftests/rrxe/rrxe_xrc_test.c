@@ -8,13 +8,27 @@
  *   xrcd   XRC domains: one without a file, opened and closed; one shared
  *          through a file, with uverbs' O_CREAT and O_EXCL rules, kept
  *          alive by a second process after its creator closed it and
- *          freed when that process exits; an XRC target QP in it, which
- *          rrxe does not make (EOPNOTSUPP).
+ *          freed when that process exits.
  *   xsrq   XRC SRQs: made in a domain on a CQ, each with its own number
  *          (24 bits, rxe's number for it); the domain cannot be closed
  *          while one lives (EBUSY), and can once they are destroyed.
+ *   tgt    XRC target QPs: one made in a domain shared through a file,
+ *          taken through INIT to RTR (its attributes read back, a wrong
+ *          transition refused), no doorbell on it; a second process opens
+ *          it by number and keeps it alive after its creator destroyed
+ *          its handle; it is gone once that process exits.
+ *   recv LOCAL PEER INJECT
+ *          An XRC target QP connected to PEER (IPv4) takes XRC SENDs that
+ *          `INJECT KIND QPN PSN SRQN COUNT LEN` (rrxe_wire_fuzz one, run
+ *          from PEER) sends it: one naming an XRC SRQ of its domain lands
+ *          in that SRQ's receive, byte for byte, and completes on the
+ *          SRQ's CQ with the target QP's number; ones naming an XRC SRQ of
+ *          another domain, a basic SRQ or no SRQ, and an RC SEND, take
+ *          nothing and are counted as header errors (rcvd_hdr_err); the
+ *          next XRC SEND at the same PSN lands in the next receive.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -24,7 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rrxe_test.h"
@@ -67,8 +83,9 @@ static int close_xrcd(struct ibv_context *c, uint32_t handle)
 }
 
 /* IB_USER_VERBS_CMD_CREATE_QP of an XRC target QP in domain `xrcd`
- * (named where a PD is for the other types): errno, or 0. */
-static int create_tgt_qp(struct ibv_context *c, uint32_t xrcd)
+ * (named where a PD is for the other types): errno, or 0, its handle and
+ * its number. */
+static int create_tgt_qp(struct ibv_context *c, uint32_t xrcd, uint32_t *handle, uint32_t *qpn)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -84,14 +101,119 @@ static int create_tgt_qp(struct ibv_context *c, uint32_t xrcd)
 	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.pd_handle = xrcd;
 	req.cmd.qp_type = IBV_QPT_XRC_RECV;
+	if (write(c->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return errno;
+	*handle = resp.qp_handle;
+	*qpn = resp.qpn;
+	return 0;
+}
+
+/* IB_USER_VERBS_CMD_OPEN_QP: the XRC target QP `qpn` of domain `xrcd`. */
+static int open_qp(struct ibv_context *c, uint32_t xrcd, uint32_t qpn, uint32_t *handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_open_qp cmd;
+	} req;
+	struct ib_uverbs_create_qp_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	req.hdr.command = IB_USER_VERBS_CMD_OPEN_QP;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.pd_handle = xrcd;
+	req.cmd.qpn = qpn;
+	req.cmd.qp_type = IBV_QPT_XRC_RECV;
+	if (write(c->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return errno;
+	if (resp.qpn != qpn)
+		return EPROTO;
+	*handle = resp.qp_handle;
+	return 0;
+}
+
+static int destroy_qp(struct ibv_context *c, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_destroy_qp cmd;
+	} req;
+	struct ib_uverbs_destroy_qp_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_DESTROY_QP;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.qp_handle = handle;
 	return write(c->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
 }
+
+/* IB_USER_VERBS_CMD_MODIFY_QP of `handle` with `m` (its qp_handle set
+ * here). */
+static int modify_qp(struct ibv_context *c, uint32_t handle, struct ib_uverbs_modify_qp *m)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_modify_qp cmd;
+	} req;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_MODIFY_QP;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.cmd = *m;
+	req.cmd.qp_handle = handle;
+	return write(c->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
+}
+
+static int query_qp(struct ibv_context *c, uint32_t handle, struct ib_uverbs_query_qp_resp *resp)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_query_qp cmd;
+	} req;
+
+	memset(&req, 0, sizeof(req));
+	memset(resp, 0, sizeof(*resp));
+	req.hdr.command = IB_USER_VERBS_CMD_QUERY_QP;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(*resp) / 4;
+	req.cmd.response = (uintptr_t)resp;
+	req.cmd.qp_handle = handle;
+	req.cmd.attr_mask = IBV_QP_STATE;
+	return write(c->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
+}
+
+/* A doorbell (IB_USER_VERBS_CMD_POST_SEND with no work requests, as
+ * librxe rings it) on `handle`. */
+static int doorbell(struct ibv_context *c, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req;
+	struct ib_uverbs_post_send_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.qp_handle = handle;
+	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	return write(c->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
+}
+
+/* The last XRC SRQ's ring, as rxe's create response gives it. */
+static struct mminfo last_srq_ring;
 
 /* IB_USER_VERBS_CMD_CREATE_XSRQ of an XRC SRQ of 16 receives in domain
  * `xrcd`, PD `pd` and CQ `cq`: errno, or 0, the handle, the number uverbs
  * returns and the one in rxe's response. */
-static int create_xsrq(struct ibv_context *c, uint32_t xrcd, struct ibv_pd *pd,
-		       struct ibv_cq *cq, uint32_t *handle, uint32_t *srqn, uint32_t *rxe_num)
+static int create_srq_of(struct ibv_context *c, int type, uint32_t xrcd, struct ibv_pd *pd,
+			 struct ibv_cq *cq, uint32_t *handle, uint32_t *srqn, uint32_t *rxe_num)
 {
 	struct {
 		struct ib_uverbs_cmd_hdr hdr;
@@ -108,7 +230,7 @@ static int create_xsrq(struct ibv_context *c, uint32_t xrcd, struct ibv_pd *pd,
 	req.hdr.in_words = sizeof(req) / 4;
 	req.hdr.out_words = sizeof(resp) / 4;
 	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.srq_type = IBV_SRQT_XRC;
+	req.cmd.srq_type = type;
 	req.cmd.pd_handle = pd->handle;
 	req.cmd.max_wr = 16;
 	req.cmd.max_sge = 1;
@@ -119,7 +241,14 @@ static int create_xsrq(struct ibv_context *c, uint32_t xrcd, struct ibv_pd *pd,
 	*handle = resp.resp.srq_handle;
 	*srqn = resp.resp.srqn;
 	*rxe_num = resp.drv.srq_num;
+	last_srq_ring = resp.drv.mi;
 	return 0;
+}
+
+static int create_xsrq(struct ibv_context *c, uint32_t xrcd, struct ibv_pd *pd,
+		       struct ibv_cq *cq, uint32_t *handle, uint32_t *srqn, uint32_t *rxe_num)
+{
+	return create_srq_of(c, IBV_SRQT_XRC, xrcd, pd, cq, handle, srqn, rxe_num);
 }
 
 static int destroy_srq(struct ibv_context *c, uint32_t handle)
@@ -179,8 +308,6 @@ static int mode_xrcd(const char *dev, struct ibv_context *c)
 		     r ? strerror(r) : "opened");
 	if ((r = exists(c, fd)))
 		FAIL("the file's domain again, without O_CREAT: %s", strerror(r));
-	if ((r = create_tgt_qp(c, h1)) != EOPNOTSUPP)
-		FAIL("an XRC target QP: %s, expected EOPNOTSUPP", r ? strerror(r) : "created");
 
 	/* A second process opens the domain by the same file and holds it. */
 	if (pipe(to_child) || pipe(to_parent))
@@ -245,6 +372,336 @@ static int mode_xsrq(struct ibv_context *c)
 	return 0;
 }
 
+/* Takes the XRC target QP `h` to INIT and to RTR from QP `dqpn` (a
+ * link-local GID, whose MAC needs no neighbour) and reads it back. */
+static int tgt_connect(struct ibv_context *c, uint32_t h, uint32_t dqpn)
+{
+	static const uint8_t dgid[16] = { 0xfe, 0x80, [8] = 0x02, 0x11, 0x22, 0xff,
+					  0xfe, 0x33, 0x44, 0x55 };
+	struct ib_uverbs_query_qp_resp q;
+	struct ib_uverbs_modify_qp m;
+	int r;
+
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_INIT;
+	m.port_num = 1;
+	m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	m.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	if ((r = modify_qp(c, h, &m)))
+		FAIL("XRC target QP to INIT: %s", strerror(r));
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_RTR;
+	memcpy(m.dest.dgid, dgid, 16);
+	m.dest.is_global = 1;
+	m.dest.hop_limit = 64;
+	m.dest.port_num = 1;
+	m.path_mtu = IBV_MTU_1024;
+	m.dest_qp_num = dqpn;
+	m.rq_psn = 0x777;
+	m.max_dest_rd_atomic = 4;
+	m.min_rnr_timer = 12;
+	m.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if ((r = modify_qp(c, h, &m)))
+		FAIL("XRC target QP to RTR: %s", strerror(r));
+	if ((r = query_qp(c, h, &q)))
+		FAIL("querying the XRC target QP: %s", strerror(r));
+	if (q.qp_state != IBV_QPS_RTR || q.dest_qp_num != dqpn || q.rq_psn != 0x777 ||
+	    q.path_mtu != IBV_MTU_1024 || q.max_dest_rd_atomic != 4 || q.min_rnr_timer != 12 ||
+	    memcmp(q.dest.dgid, dgid, 16))
+		FAIL("the XRC target QP reads back state %u, dest QP %#x, RQ PSN %#x, MTU %u, "
+		     "%u reads, RNR timer %u", q.qp_state, q.dest_qp_num, q.rq_psn, q.path_mtu,
+		     q.max_dest_rd_atomic, q.min_rnr_timer);
+	/* RTR to INIT is no transition of the IB spec's. */
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_INIT;
+	m.attr_mask = IBV_QP_STATE;
+	if ((r = modify_qp(c, h, &m)) != EINVAL)
+		FAIL("XRC target QP from RTR to INIT: %s, expected EINVAL",
+		     r ? strerror(r) : "done");
+	return 0;
+}
+
+/* The state of QP handle `h`: errno, or 0 and its state. */
+static int qp_state(struct ibv_context *c, uint32_t h, unsigned *state)
+{
+	struct ib_uverbs_query_qp_resp q;
+	int r = query_qp(c, h, &q);
+
+	*state = q.qp_state;
+	return r;
+}
+
+static int mode_tgt(const char *dev, struct ibv_context *c)
+{
+	char path[] = "/tmp/rrxe-xrcd.XXXXXX";
+	int fd, r, to_child[2], to_parent[2];
+	uint32_t x = 0, h = 0, h2 = 0, qpn = 0;
+	unsigned st;
+	char b = 0;
+	pid_t pid;
+
+	fd = mkstemp(path);
+	if (fd < 0)
+		FAIL("mkstemp: %s", strerror(errno));
+	unlink(path);
+	if ((r = open_xrcd(c, fd, O_CREAT, &x)))
+		FAIL("a file's domain: %s", strerror(r));
+	if ((r = create_tgt_qp(c, x, &h, &qpn)))
+		FAIL("an XRC target QP: %s", strerror(r));
+	if (!qpn || qpn >= 1 << 24)
+		FAIL("the XRC target QP's number %#x", qpn);
+	if ((r = qp_state(c, h, &st)) || st != IBV_QPS_RESET)
+		FAIL("the new XRC target QP: %s, state %u", r ? strerror(r) : "queried", st);
+	if (tgt_connect(c, h, 0x12345))
+		return 1;
+	if ((r = doorbell(c, h)) != EINVAL)
+		FAIL("a doorbell on the XRC target QP: %s, expected EINVAL",
+		     r ? strerror(r) : "rung");
+	if ((r = close_xrcd(c, x)) != EBUSY)
+		FAIL("closing the domain of a live XRC target QP: %s, expected EBUSY",
+		     r ? strerror(r) : "closed");
+
+	/* A second process opens the QP in the domain and holds it. */
+	if (pipe(to_child) || pipe(to_parent))
+		FAIL("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (!pid) {
+		struct ibv_context *c2 = rrxe_open(dev);
+		uint32_t x2, hq;
+
+		if (!c2 || open_xrcd(c2, fd, 0, &x2) || open_qp(c2, x2, qpn, &hq))
+			_exit(1);
+		if (write(to_parent[1], "y", 1) != 1 || read(to_child[0], &b, 1) != 1)
+			_exit(1);
+		/* Still RTR once its creator destroyed its handle. */
+		if (qp_state(c2, hq, &st) || st != IBV_QPS_RTR)
+			_exit(2);
+		/* Exits holding it: the process's cleanup closes it. */
+		_exit(0);
+	}
+	if (read(to_parent[0], &b, 1) != 1 || b != 'y')
+		FAIL("the second process could not open the XRC target QP");
+	if ((r = destroy_qp(c, h)))
+		FAIL("destroying the creator's handle: %s", strerror(r));
+	if ((r = open_qp(c, x, qpn, &h2)))
+		FAIL("with the second process holding it, the QP is gone: %s", strerror(r));
+	if ((r = qp_state(c, h2, &st)) || st != IBV_QPS_RTR)
+		FAIL("the QP opened again: %s, state %u", r ? strerror(r) : "queried", st);
+	if ((r = destroy_qp(c, h2)))
+		FAIL("closing it again: %s", strerror(r));
+	if (write(to_child[1], "x", 1) != 1 || waitpid(pid, &r, 0) != pid || r)
+		FAIL("the second process failed (status %#x)", r);
+	if ((r = open_qp(c, x, qpn, &h2)) != EINVAL)
+		FAIL("after the last holder exited, the QP is still there: %s",
+		     r ? strerror(r) : "opened");
+	if ((r = close_xrcd(c, x)))
+		FAIL("closing the domain afterwards: %s", strerror(r));
+	close(fd);
+	printf("XRC target QP %#x: created, connected, shared, gone\n", qpn);
+	return 0;
+}
+
+/* A hardware counter of port 1 of `dev`, or -1. */
+static long long hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* Runs `inject` for KIND to QP `qpn` at `psn` naming XRC SRQ `srqn`: one
+ * packet of `len` payload bytes. */
+static int inject(const char *cmd, const char *kind, uint32_t qpn, uint32_t psn, uint32_t srqn,
+		  unsigned len)
+{
+	char line[1024];
+
+	snprintf(line, sizeof(line), "%s %s %u %u %u 1 %u >/dev/null", cmd, kind, qpn, psn, srqn,
+		 len);
+	return system(line);
+}
+
+/* Polls `cq` for one completion for up to `ms` milliseconds: 1 with it,
+ * 0 without, -1 on error. */
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n)
+			return n;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
+			return 0;
+		usleep(1000);
+	}
+}
+
+/* Puts a receive of `len` bytes at `addr` (lkey `lkey`) into the SRQ
+ * ring `q`, as librxe's post_srq_recv does. */
+static void post_recv_raw(struct rxe_queue_buf *q, uint64_t wr_id, void *addr, uint32_t len,
+			  uint32_t lkey)
+{
+	uint32_t prod = __atomic_load_n(&q->producer_index, __ATOMIC_RELAXED) & q->index_mask;
+	struct rxe_recv_wqe *w = (void *)(q->data + ((size_t)prod << q->log2_elem_size));
+
+	memset(w, 0, sizeof(*w) + sizeof(struct rxe_sge));
+	w->wr_id = wr_id;
+	w->dma.length = w->dma.resid = len;
+	w->dma.num_sge = 1;
+	w->dma.sge[0].addr = (uintptr_t)addr;
+	w->dma.sge[0].length = len;
+	w->dma.sge[0].lkey = lkey;
+	__atomic_store_n(&q->producer_index, (prod + 1) & q->index_mask, __ATOMIC_RELEASE);
+}
+
+/* The GID index of IPv4 address `ip` on port 1, or -1. */
+static int gid_index_of(struct ibv_context *c, const char *ip)
+{
+	union ibv_gid want = { .raw = { [10] = 0xff, [11] = 0xff } }, g;
+
+	if (inet_pton(AF_INET, ip, want.raw + 12) != 1)
+		return -1;
+	for (int i = 0; i < 64; i++)
+		if (!ibv_query_gid(c, 1, i, &g) && !memcmp(&g, &want, 16))
+			return i;
+	return -1;
+}
+
+static int mode_recv(const char *dev, struct ibv_context *c, const char *local, const char *peer,
+		     const char *cmd)
+{
+	enum { LEN = 256, PSN = 0x100 };
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_cq *cq = ibv_create_cq(c, 16, NULL, NULL, 0);
+	static uint8_t buf[2][4096];
+	uint32_t x, x2, h, srq, rn, fh, foreign, bh, basic, qh, qpn;
+	struct ib_uverbs_query_qp_resp q;
+	struct ib_uverbs_modify_qp m;
+	struct rxe_queue_buf *ring;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	long long err0, err1;
+	int r, sgid;
+
+	if (!pd || !cq)
+		FAIL("PD, CQ: %s", strerror(errno));
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		FAIL("MR: %s", strerror(errno));
+	if ((r = open_xrcd(c, -1, 0, &x)) || (r = open_xrcd(c, -1, 0, &x2)))
+		FAIL("two domains: %s", strerror(r));
+	if ((r = create_xsrq(c, x, pd, cq, &h, &srq, &rn)))
+		FAIL("the XRC SRQ: %s", strerror(r));
+	ring = mmap(NULL, last_srq_ring.size, PROT_READ | PROT_WRITE, MAP_SHARED, c->cmd_fd,
+		    last_srq_ring.offset);
+	if (ring == MAP_FAILED)
+		FAIL("mapping the XRC SRQ's ring: %s", strerror(errno));
+	if ((r = create_xsrq(c, x2, pd, cq, &fh, &foreign, &rn)))
+		FAIL("an XRC SRQ of the other domain: %s", strerror(r));
+	if ((r = create_srq_of(c, IBV_SRQT_BASIC, 0, pd, cq, &bh, &basic, &rn)))
+		FAIL("a basic SRQ: %s", strerror(r));
+	memset(buf, 0xee, sizeof(buf));
+	post_recv_raw(ring, 0x5eed0, buf[0], sizeof(buf[0]), mr->lkey);
+	post_recv_raw(ring, 0x5eed1, buf[1], sizeof(buf[1]), mr->lkey);
+
+	if ((r = create_tgt_qp(c, x, &qh, &qpn)))
+		FAIL("the XRC target QP: %s", strerror(r));
+	sgid = gid_index_of(c, local);
+	if (sgid < 0)
+		FAIL("no GID of %s", local);
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_INIT;
+	m.port_num = 1;
+	m.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	if ((r = modify_qp(c, qh, &m)))
+		FAIL("to INIT: %s", strerror(r));
+	memset(&m, 0, sizeof(m));
+	m.qp_state = IBV_QPS_RTR;
+	m.dest.dgid[10] = m.dest.dgid[11] = 0xff;
+	if (inet_pton(AF_INET, peer, m.dest.dgid + 12) != 1)
+		FAIL("bad peer address %s", peer);
+	m.dest.is_global = 1;
+	m.dest.hop_limit = 64;
+	m.dest.sgid_index = sgid;
+	m.dest.port_num = 1;
+	m.path_mtu = IBV_MTU_1024;
+	m.dest_qp_num = 0x42;
+	m.rq_psn = PSN;
+	m.min_rnr_timer = 12;
+	m.attr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if ((r = modify_qp(c, qh, &m)))
+		FAIL("to RTR: %s", strerror(r));
+	if ((r = query_qp(c, qh, &q)) || q.qp_state != IBV_QPS_RTR)
+		FAIL("the target QP is not in RTR: %s", r ? strerror(r) : "its state");
+
+	/* An XRC SEND naming the XRC SRQ: its first receive, byte for byte. */
+	if (inject(cmd, "xrc", qpn, PSN, srq, LEN))
+		FAIL("injecting an XRC SEND failed");
+	r = poll_one(cq, &wc, 5000);
+	if (r != 1)
+		FAIL("no completion of the XRC SEND naming XRC SRQ %#x (%d)", srq, r);
+	if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != LEN ||
+	    wc.qp_num != qpn || wc.wr_id != 0x5eed0)
+		FAIL("the completion: status %s, opcode %d, %u bytes, QP %#x, wr_id %#llx",
+		     ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len, wc.qp_num,
+		     (unsigned long long)wc.wr_id);
+	for (unsigned i = 0; i < sizeof(buf[0]); i++) {
+		uint8_t want = i < LEN ? (uint8_t)(i * 13 + 7) : 0xee;
+
+		if (buf[0][i] != want)
+			FAIL("byte %u of the receive: %#x, expected %#x", i, buf[0][i], want);
+	}
+
+	/* What the target QP must not take: each is a header error. */
+	err0 = hw_counter(dev, "rcvd_hdr_err");
+	if (inject(cmd, "xrc", qpn, PSN + 1, foreign, LEN) ||
+	    inject(cmd, "xrc", qpn, PSN + 1, basic, LEN) ||
+	    inject(cmd, "xrc", qpn, PSN + 1, 0xffffff, LEN) ||
+	    inject(cmd, "rc", qpn, PSN + 1, 0, LEN))
+		FAIL("injecting the bad packets failed");
+	if ((r = poll_one(cq, &wc, 300)))
+		FAIL("a bad packet completed: status %s, wr_id %#llx", ibv_wc_status_str(wc.status),
+		     (unsigned long long)wc.wr_id);
+	err1 = hw_counter(dev, "rcvd_hdr_err");
+	if (err0 < 0 || err1 < 0)
+		FAIL("cannot read %s's rcvd_hdr_err", dev);
+	if (err1 - err0 != 4)
+		FAIL("rcvd_hdr_err moved by %lld for the 4 bad packets", err1 - err0);
+
+	/* The next XRC SEND, at the PSN the bad ones did not move. */
+	if (inject(cmd, "xrc", qpn, PSN + 1, srq, 64))
+		FAIL("injecting the second XRC SEND failed");
+	if (poll_one(cq, &wc, 5000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x5eed1 ||
+	    wc.byte_len != 64 || wc.qp_num != qpn)
+		FAIL("the second XRC SEND: status %s, wr_id %#llx, %u bytes",
+		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.byte_len);
+	printf("XRC target QP %#x took XRC SENDs into XRC SRQ %#x; XRC SRQ %#x of another "
+	       "domain, basic SRQ %#x, no SRQ and an RC SEND were refused\n", qpn, srq, foreign,
+	       basic);
+	if ((r = destroy_qp(c, qh)) || (r = destroy_srq(c, h)) || (r = destroy_srq(c, fh)) ||
+	    (r = destroy_srq(c, bh)) ||
+	    (r = close_xrcd(c, x)) || (r = close_xrcd(c, x2)))
+		FAIL("tearing down: %s", strerror(r));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_context *c;
@@ -260,5 +717,9 @@ int main(int argc, char **argv)
 		return mode_xrcd(argv[1], c);
 	if (!strcmp(argv[2], "xsrq"))
 		return mode_xsrq(c);
+	if (!strcmp(argv[2], "tgt"))
+		return mode_tgt(argv[1], c);
+	if (!strcmp(argv[2], "recv") && argc == 6)
+		return mode_recv(argv[1], c, argv[3], argv[4], argv[5]);
 	FAIL("unknown mode %s", argv[2]);
 }

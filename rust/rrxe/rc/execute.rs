@@ -5,8 +5,8 @@
 //! checked against the QP's rights, the rkey, the PD and the bounds.
 
 use super::{
-    responder::{add_res, cq_full, ReadResp, Reply},
-    state::Res,
+    responder::{add_res, cq_full, ReadResp, Reply, Target},
+    state::{Held, Res},
     RcPkt, RespState,
 };
 use crate::ib::umem::Fault;
@@ -23,11 +23,12 @@ use crate::rrxe::stats::Counter;
 use crate::rrxe::{
     device::RrxeDev,
     mr::{self, Copy},
+    pd::PdId,
     qp::QpShared,
     sge::scatter_at,
 };
 use crate::rrxe_dbg;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 /// Why a request fails: the NAK to send and the status of the receive WQE
 /// in hand.
@@ -44,6 +45,10 @@ fn key_fail(err: Error) -> Fail {
 struct Ctx<'a, 'p> {
     dev: &'a RrxeDev,
     qp: &'a QpShared,
+    /// Where its receive WQE, keys and completion come from.
+    target: &'a Target,
+    /// The PD its keys are looked up in: the QP's, or the XRC SRQ's.
+    pd: PdId,
     attrs: &'a QpAttrs,
     pkt: &'a RcPkt<'p>,
     /// The payload bytes every packet but a message's last carries.
@@ -80,7 +85,7 @@ impl Ctx<'_, '_> {
             mr::lookup_key(
                 self.dev,
                 rkey,
-                self.qp.pd,
+                self.pd,
                 self.qp.qpn,
                 need,
                 va,
@@ -115,9 +120,11 @@ impl Ctx<'_, '_> {
 }
 
 /// Carries out the request at the expected PSN.
+#[expect(clippy::too_many_arguments)]
 pub(super) fn execute(
     dev: &RrxeDev,
     qp: &QpShared,
+    target: &Target,
     rc: &mut RespState,
     attrs: &QpAttrs,
     pkt: &RcPkt<'_>,
@@ -127,10 +134,27 @@ pub(super) fn execute(
     let c = Ctx {
         dev,
         qp,
+        target,
+        pd: match target {
+            Target::Qp => qp.pd,
+            Target::Xrc(srq) => srq.pd,
+        },
         attrs,
         pkt,
         mtu: pkt.seg(attrs),
     };
+    // The packets of a message all name the XRC SRQ its receive WQE came
+    // from.
+    if let (Some(Held { srq: Some(h), .. }), Target::Xrc(t)) = (&rc.held, target) {
+        if !Arc::ptr_eq(h, t) {
+            return Err(INV_REQ);
+        }
+    }
+    // An XRC target QP does not answer reads yet: its read responses
+    // would need the XRC SRQ's PD when they are sent.
+    if req == Req::Read && matches!(target, Target::Xrc(_)) {
+        return Err(INV_REQ);
+    }
     // Reads and atomics need responder resources: with none granted
     // (max_dest_rd_atomic 0) they are invalid requests, as in rxe.
     if matches!(
@@ -150,19 +174,23 @@ pub(super) fn execute(
     }
 }
 
-/// Takes a receive WQE for the message (into the reused buffer); without
-/// one, the RNR NAK to send.
-fn hold_recv(
-    dev: &RrxeDev,
-    qp: &QpShared,
-    rc: &mut RespState,
-    attrs: &QpAttrs,
-    psn: u32,
-) -> Option<Reply> {
+/// Takes a receive WQE for the message (into the reused buffer) from the
+/// request's target; without one, the RNR NAK to send.
+fn hold_recv(ctx: &Ctx<'_, '_>, rc: &mut RespState, psn: u32) -> Option<Reply> {
+    let (dev, qp, attrs) = (ctx.dev, ctx.qp, ctx.attrs);
     let mut slot = core::mem::take(&mut rc.spare);
-    match qp.pop_recv(&mut slot) {
-        Some(max) => {
-            rc.held = Some((slot, max));
+    let popped = match ctx.target {
+        Target::Qp => qp.pop_recv(&mut slot).map(|max| (max, None)),
+        Target::Xrc(srq) => {
+            let mut g = srq.inner.lock();
+            let max = g.max_sge;
+            g.pop(&mut slot, &srq.upcalls)
+                .then(|| (max, Some(srq.clone())))
+        }
+    };
+    match popped {
+        Some((max_sge, srq)) => {
+            rc.held = Some(Held { slot, max_sge, srq });
             None
         }
         None => {
@@ -203,15 +231,16 @@ fn send(
         return Err(INV_REQ);
     }
     if pos.starts() && rc.held.is_none() {
-        if let Some(rnr) = hold_recv(d, s, rc, ctx.attrs, p.psn) {
+        if let Some(rnr) = hold_recv(ctx, rc, p.psn) {
             return Ok(rnr);
         }
         rc.offset = 0;
     }
-    let Some((slot, max)) = rc.held.as_ref() else {
+    let Some(h) = rc.held.as_ref() else {
         return Err(INV_REQ);
     };
-    let r = wqe::parse_recv(slot, *max).map_err(|_| (Nak::RemOp, status::LOC_QP_OP_ERR))?;
+    let slot = &h.slot;
+    let r = wqe::parse_recv(slot, h.max_sge).map_err(|_| (Nak::RemOp, status::LOC_QP_OP_ERR))?;
     let n = p.payload.len() as u64;
     if rc.offset + n > r.length {
         return Err((Nak::InvReq, status::LOC_LEN_ERR));
@@ -219,7 +248,7 @@ fn send(
     if n > 0 {
         match scatter_at(
             d,
-            s.pd,
+            ctx.pd,
             slot,
             r.num_sge,
             rc.offset,
@@ -251,17 +280,17 @@ fn send(
     }
     if inv {
         let key = p.ieth.unwrap_or(0);
-        if mr::invalidate(d, key, s.pd).is_err() {
+        if mr::invalidate(d, key, ctx.pd).is_err() {
             return Err(INV_REQ);
         }
         wc.wc_flags |= flags::WITH_INVALIDATE;
         wc.ex = key;
     }
-    if let Some((slot, _)) = rc.held.take() {
-        wc.wr_id = wqe::wr_id(&slot).unwrap_or(0);
+    if let Some(h) = rc.held.take() {
+        wc.wr_id = wqe::wr_id(&h.slot).unwrap_or(0);
         d.count_recv_done(&wc);
-        let full = s.recv_msg_wc(&wc, p.se);
-        rc.spare = slot;
+        let full = s.msg_wc_on(h.cq(s), &wc, p.se);
+        rc.spare = h.slot;
         if full {
             return Ok(cq_full(d, s, rc));
         }
@@ -301,7 +330,7 @@ fn write(
     // The immediate data needs a receive WQE before anything is written by
     // this packet (an RNR NAK has it sent again).
     if imm && rc.held.is_none() {
-        if let Some(rnr) = hold_recv(d, s, rc, ctx.attrs, p.psn) {
+        if let Some(rnr) = hold_recv(ctx, rc, p.psn) {
             return Ok(rnr);
         }
     }
@@ -310,7 +339,7 @@ fn write(
         let r = mr::copy_by_key(
             d,
             rkey,
-            s.pd,
+            ctx.pd,
             s.qpn,
             access::REMOTE_WRITE,
             at,
@@ -334,7 +363,7 @@ fn write(
     rc.offset = 0;
     rc.msn = psn_add(rc.msn, 1);
     if imm {
-        if let Some((slot, _)) = rc.held.take() {
+        if let Some(h) = rc.held.take() {
             let wc = Wc {
                 opcode: wqe::WC_RECV_RDMA_WITH_IMM,
                 byte_len: len as u32,
@@ -343,12 +372,12 @@ fn write(
                 qp_num: s.qpn,
                 qp_cookie: s.handle,
                 port_num: 1,
-                wr_id: wqe::wr_id(&slot).unwrap_or(0),
+                wr_id: wqe::wr_id(&h.slot).unwrap_or(0),
                 ..Default::default()
             };
             d.count_recv_done(&wc);
-            let full = s.recv_msg_wc(&wc, p.se);
-            rc.spare = slot;
+            let full = s.msg_wc_on(h.cq(s), &wc, p.se);
+            rc.spare = h.slot;
             if full {
                 return Ok(cq_full(d, s, rc));
             }
@@ -401,7 +430,7 @@ fn atomic(ctx: &Ctx<'_, '_>, rc: &mut RespState, cas: bool) -> core::result::Res
     if atm.va % rc::ATOMIC_ALIGN != 0 {
         return Err(INV_REQ);
     }
-    let (m, at) = mr::lookup_key(d, atm.rkey, s.pd, s.qpn, access::REMOTE_ATOMIC, atm.va, 8)
+    let (m, at) = mr::lookup_key(d, atm.rkey, ctx.pd, s.qpn, access::REMOTE_ATOMIC, atm.va, 8)
         .map_err(key_fail)?;
     if !rc::atomic_aligned(atm.va, m.page_offset_of(at).map_err(key_fail)?) {
         return Err(INV_REQ);
@@ -451,8 +480,16 @@ fn atomic_write(ctx: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<R
     if reth.va % rc::ATOMIC_ALIGN != 0 || p.payload.len() != 8 || reth.len != 8 {
         return Err(INV_REQ);
     }
-    let (m, at) = mr::lookup_key(d, reth.rkey, s.pd, s.qpn, access::REMOTE_WRITE, reth.va, 8)
-        .map_err(key_fail)?;
+    let (m, at) = mr::lookup_key(
+        d,
+        reth.rkey,
+        ctx.pd,
+        s.qpn,
+        access::REMOTE_WRITE,
+        reth.va,
+        8,
+    )
+    .map_err(key_fail)?;
     if !rc::atomic_aligned(reth.va, m.page_offset_of(at).map_err(key_fail)?) {
         return Err(INV_REQ);
     }
@@ -494,7 +531,7 @@ fn flush(ctx: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, F
     match mr::lookup_key(
         ctx.dev,
         reth.rkey,
-        ctx.qp.pd,
+        ctx.pd,
         ctx.qp.qpn,
         need,
         reth.va,

@@ -91,8 +91,12 @@ pub const LOCAL_SEG: usize = 64 * 1024;
 
 /// One packet, from the wire or from a local peer.
 pub struct RcPkt<'a> {
-    /// Opcode.
+    /// Opcode: RC's (an XRC request's is given as RC's same request).
     pub opcode: u8,
+    /// An XRC request's XRC SRQ number (its XRCETH).
+    pub xrc_srqn: Option<u32>,
+    /// An XRC response (its opcode given as RC's).
+    pub xrc_response: bool,
     /// Solicited event.
     pub se: bool,
     /// AckReq.
@@ -137,8 +141,11 @@ impl RcPkt<'_> {
     /// A packet for a QP of this device, with the headers `hdrs` and the
     /// addresses in `attrs`.
     fn local<'a>(hdrs: &Headers, payload: &'a [u8], attrs: &QpAttrs) -> RcPkt<'a> {
+        let (opcode, xrc) = rc_opcode(hdrs.bth.opcode);
         RcPkt {
-            opcode: hdrs.bth.opcode,
+            opcode,
+            xrc_srqn: hdrs.xrceth,
+            xrc_response: xrc && rc::is_response(opcode),
             se: hdrs.bth.se,
             ack_req: hdrs.bth.ack_req,
             psn: hdrs.bth.psn,
@@ -189,7 +196,10 @@ fn emit(
     if let Some(peer) = d.qp(attrs.dest_qp_num) {
         tx::received(d, b.len());
         let p = RcPkt::local(&tx.hdrs, b, attrs);
-        if rc::is_response(p.opcode) {
+        if p.xrc_response {
+            // As `rx` drops it: no QP here sends XRC requests.
+            d.count(Counter::RcvdHdrErr, 1);
+        } else if rc::is_response(p.opcode) {
             completer(dev, &peer, &p);
         } else {
             responder(dev, &peer, &p);
@@ -278,7 +288,18 @@ fn dropped(dev: &RrxeDev, qp: &QpShared, pkt: &RcPkt<'_>, counter: Counter, site
     );
 }
 
-/// An RC packet from the wire (checked by `net::rx`).
+/// The RC opcode of an RC or XRC packet's `opcode`, and whether it is
+/// XRC's: an XRC request is RC's with an XRCETH, and its opcode RC's with
+/// the XRC service bits; an XRC response is RC's.
+fn rc_opcode(opcode: u8) -> (u8, bool) {
+    if hdr::service(opcode) == Some(hdr::Service::Xrc) {
+        (opcode & 0x1f, true)
+    } else {
+        (opcode, false)
+    }
+}
+
+/// An RC or XRC packet from the wire (checked by `net::rx`).
 pub fn rx(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
     let d = dev.data();
     let Some(qp) = d.qp(rx.bth.dqpn) else {
@@ -298,8 +319,20 @@ pub fn rx(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
             x.copy_from_slice(b);
             u64::from_be_bytes(x)
         });
+    // No QP here sends XRC requests: none takes an XRC response.
+    let (opcode, xrc) = rc_opcode(rx.bth.opcode);
+    if xrc && rc::is_response(opcode) {
+        net::bad_hdr(d, rx, "XRC response: no XRC initiator QP");
+        return;
+    }
     let pkt = RcPkt {
-        opcode: rx.bth.opcode,
+        opcode,
+        xrc_response: false,
+        xrc_srqn: rx
+            .layout
+            .xrceth
+            .and_then(|o| rx.udp.get(o..))
+            .and_then(hdr::xrc_srqn),
         se: rx.bth.se,
         ack_req: rx.bth.ack_req,
         psn: rx.bth.psn,

@@ -14,9 +14,9 @@
 
 use super::responder::{ReadResp, Reply};
 use super::{emit, RespState};
-use crate::ib::device::Device;
+use crate::ib::{device::Device, qp::QpType};
 use crate::logic::{
-    hdr::{Aeth, Bth, Headers},
+    hdr::{Aeth, Bth, Headers, XRC_SERVICE},
     qp::QpAttrs,
     rc::{self, op, Nak, Syndrome},
     uc::{psn_add, Pos},
@@ -250,6 +250,13 @@ pub(super) fn pump(dev: &Device<Rrxe>, qp: &Arc<QpShared>, budget: u32) -> bool 
     // Bursts go over IPv4 on the wire (a QP of this device takes its
     // packets in place).
     let bursts = out.v4() && !dev.has_gid(1, &a.av.dgid);
+    // An XRC target QP answers with XRC's opcodes (RC's with the XRC
+    // service bits; no XRCETH).
+    let service = if qp.ty == QpType::XrcTgt {
+        XRC_SERVICE
+    } else {
+        0
+    };
     let mut left = budget;
     while left > 0 {
         crate::ib::cond_resched();
@@ -273,7 +280,10 @@ pub(super) fn pump(dev: &Device<Rrxe>, qp: &Arc<QpShared>, budget: u32) -> bool 
             match bursts.then(|| burst_next(&mut rc, &a, max)).flatten() {
                 Some((r, n)) => Out::Burst(r, n),
                 None => match next(&mut rc, &a) {
-                    Some((tx, read)) => Out::One(tx, read),
+                    Some((mut tx, read)) => {
+                        tx.hdrs.bth.opcode |= service;
+                        Out::One(tx, read)
+                    }
                     None => return false,
                 },
             }
@@ -334,7 +344,8 @@ pub(super) fn pump(dev: &Device<Rrxe>, qp: &Arc<QpShared>, budget: u32) -> bool 
                     Nak::RemAccess
                 };
                 let syn = Syndrome::Nak(nak);
-                let nak = reply_pkt(&a, op::ACK, r.psn, Some((syn, r.msn)));
+                let mut nak = reply_pkt(&a, op::ACK, r.psn, Some((syn, r.msn)));
+                nak.hdrs.bth.opcode |= service;
                 let _ = emit(dev, qp, &a, &nak, &[], &mut buf);
             }
         }

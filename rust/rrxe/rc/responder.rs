@@ -25,6 +25,7 @@ use crate::rrxe::{
     device::{Rrxe, RrxeDev},
     net::Gid,
     qp::QpShared,
+    srq::SrqShared,
 };
 use crate::rrxe_dbg;
 use kernel::sync::Arc;
@@ -47,14 +48,50 @@ pub(super) enum Reply {
     Read(ReadResp),
 }
 
+/// Where a request's receive WQE, keys and receive completion come from.
+pub(super) enum Target {
+    /// The QP's own: its PD, its receive ring or SRQ, its receive CQ.
+    Qp,
+    /// The XRC SRQ an XRC target QP's request names (its XRCETH): that
+    /// SRQ's PD, ring and CQ.
+    Xrc(Arc<SrqShared>),
+}
+
+impl Target {
+    /// The target of a request to `qp` naming XRC SRQ `srqn` (an XRC
+    /// request) or none; `Err` with why if the request does not fit the
+    /// QP: RC's to an RC QP, XRC's to an XRC target QP, naming an XRC SRQ
+    /// of the QP's domain.
+    fn of(dev: &RrxeDev, qp: &QpShared, srqn: Option<u32>) -> Result<Self, &'static str> {
+        match (qp.ty, srqn) {
+            (QpType::Rc, None) => Ok(Self::Qp),
+            (QpType::XrcTgt, Some(n)) => dev
+                .srq_pool()
+                .get(n)
+                .filter(|srq| matches!((&srq.xrc, qp.xrcd), (Some(x), Some(d)) if x.xrcd == d))
+                .map(Self::Xrc)
+                .ok_or("XRCETH names no XRC SRQ of the QP's domain"),
+            (QpType::XrcTgt, None) => Err("RC request to an XRC target QP"),
+            _ => Err("XRC request to an RC QP"),
+        }
+    }
+}
+
 /// Takes a request packet for QP `qp`.
 pub fn responder(dev: &Device<Rrxe>, qp: &Arc<QpShared>, pkt: &RcPkt<'_>) {
     let d = dev.data();
     let refuse = |c, site, why: &str| super::dropped(d, qp, pkt, c, site, why);
-    if qp.ty != QpType::Rc {
+    if !qp.reliable() {
         refuse(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
         return;
     }
+    let target = match Target::of(d, qp, pkt.xrc_srqn) {
+        Ok(t) => t,
+        Err(why) => {
+            refuse(Counter::RcvdHdrErr, Site::DropHdr, why);
+            return;
+        }
+    };
     let Some((req, pos)) = rc::classify_req(pkt.opcode) else {
         refuse(Counter::RcvdHdrErr, Site::DropHdr, "not an RC request");
         return;
@@ -98,7 +135,7 @@ pub fn responder(dev: &Device<Rrxe>, qp: &Arc<QpShared>, pkt: &RcPkt<'_>) {
             }
             PsnCheck::Expected => {
                 rc.nak_sent = false;
-                match execute(d, qp, &mut rc, &a, pkt, req, pos) {
+                match execute(d, qp, &target, &mut rc, &a, pkt, req, pos) {
                     Ok(r) => r,
                     Err((nak, st)) => {
                         rrxe_dbg!(
@@ -156,16 +193,16 @@ fn ahead(dev: &RrxeDev, rc: &mut RespState) -> Reply {
 /// A class A or C error: completes the receive WQE in hand with `st`, puts
 /// the QP in ERR, and NAKs the request with `nak`.
 fn fail(qp: &QpShared, rc: &mut RespState, pkt: &RcPkt<'_>, nak: Nak, st: u32) -> Reply {
-    if let Some((slot, _)) = rc.held.take() {
+    if let Some(h) = rc.held.take() {
         let wc = Wc {
             status: st,
             qp_num: qp.qpn,
             qp_cookie: qp.handle,
-            wr_id: wqe::wr_id(&slot).unwrap_or(0),
+            wr_id: wqe::wr_id(&h.slot).unwrap_or(0),
             opcode: wqe::WC_RECV,
             ..Default::default()
         };
-        qp.recv_wc(&wc, false);
+        qp.msg_wc_on(h.cq(qp), &wc, false);
     }
     let msn = rc.msn;
     to_err(qp, rc);

@@ -16,12 +16,12 @@ use crate::logic::{
     gate::GateBound,
     rc::Backoff,
 };
-use crate::rrxe::qp::QpShared;
+use crate::rrxe::{cq::CqShared, qp::QpShared, srq::SrqShared};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{hrtimer::ArcHrTimerHandle, Delta},
 };
 
@@ -79,10 +79,31 @@ impl RcLocks {
     }
 }
 
+/// The receive WQE of the message in progress, copied out of its ring.
+pub struct Held {
+    /// The WQE.
+    pub(super) slot: KVec<u8>,
+    /// The scatter entries it may hold.
+    pub(super) max_sge: u32,
+    /// The XRC SRQ it came from (an XRC target QP's): the message
+    /// completes on that SRQ's CQ, and its other packets must name it.
+    pub(super) srq: Option<Arc<SrqShared>>,
+}
+
+impl Held {
+    /// Where the message completes: the XRC SRQ's CQ, or the QP's own.
+    pub(super) fn cq<'a>(&'a self, qp: &'a QpShared) -> Option<&'a Arc<CqShared>> {
+        match &self.srq {
+            Some(srq) => srq.xrc.as_ref().map(|x| &x.cq),
+            None => qp.recv_cq.as_ref(),
+        }
+    }
+}
+
 /// What a move to RESET took out: dropping it stops the timer (see
 /// [`ReqState::take_timer`]) and frees the held receive WQE.
 pub struct ResetOut {
-    _held: Option<(KVec<u8>, u32)>,
+    _held: Option<Held>,
     _timer: Option<ArcHrTimerHandle<QpShared>>,
 }
 
@@ -138,7 +159,7 @@ pub struct RespState {
     /// The SEND (`true`) or WRITE message in progress.
     pub(super) msg: Option<bool>,
     /// The receive WQE of the message in progress, copied out.
-    pub(super) held: Option<(KVec<u8>, u32)>,
+    pub(super) held: Option<Held>,
     /// The buffer of the last receive WQE, reused for the next one (no
     /// allocation per message once it has its size).
     pub(super) spare: KVec<u8>,
@@ -306,7 +327,7 @@ impl RespState {
     /// receive WQE it held (to be freed outside spinlocks). The replies
     /// stay: the context that queued them sends what the QP owes for the
     /// requests it completed (see `replies::pump`).
-    pub fn release(&mut self) -> Option<(KVec<u8>, u32)> {
+    pub fn release(&mut self) -> Option<Held> {
         self.msg = None;
         self.write = None;
         self.held.take()
@@ -315,7 +336,7 @@ impl RespState {
     /// The QP moved to RESET: the responder forgets its expected PSN,
     /// message in progress, held receive WQE and read and atomic
     /// resources. Returns the held WQE, to be freed outside spinlocks.
-    fn reset(&mut self) -> Option<(KVec<u8>, u32)> {
+    fn reset(&mut self) -> Option<Held> {
         self.epsn = 0;
         self.msn = 0;
         self.nak_sent = false;
@@ -358,8 +379,8 @@ impl RespState {
     /// The QP entered ERR: the receive WQE held for a message in progress
     /// is flushed; the responder's replies stop but for what it owes.
     pub fn on_error(&mut self, qp: &QpShared) {
-        if let Some((slot, _)) = self.held.take() {
-            qp.flush_held(&slot);
+        if let Some(h) = self.held.take() {
+            qp.flush_held(h.cq(qp), &h.slot);
         }
         self.msg = None;
         self.write = None;
