@@ -143,7 +143,7 @@ check "floods of wrong and valid ICRCs with no device, rdma_rxe and rrxe ($secs 
 # the three runs of each driver).
 kept() {
 	local bad=$1
-	awk -v slack=$slack -v bad="$bad" '
+	awk -v slack="$slack" -v bad="$bad" '
 		{ name[NR] = $1; c0[NR] = $2; c1[NR] = $3; sent[NR] = $4 }
 		function share(i, cpu,   b, v) {
 			b = cpu == 0 ? c0[i - 1] + c0[i + 1] : cpu == 1 ? c1[i - 1] + c1[i + 1] : \
