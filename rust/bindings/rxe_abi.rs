@@ -109,6 +109,7 @@ const _: () = assert!(
 const _: () = assert!(offset_of!(b::rxe_send_wqe, wr) == 0);
 const _: () = assert!(offset_of!(b::rxe_send_wqe, dma) == wl::SEND_DMA);
 const _: () = assert!(offset_of!(b::rxe_send_wr, wr_id) == wl::WR_ID);
+const _: () = assert!(offset_of!(b::rxe_send_wr, reserved) == wl::XRC_SRQN);
 const _: () = assert!(offset_of!(b::rxe_send_wr, opcode) == wl::OPCODE);
 const _: () = assert!(offset_of!(b::rxe_send_wr, send_flags) == wl::SEND_FLAGS);
 const _: () = assert!(offset_of!(b::rxe_send_wr, ex) == wl::EX);
@@ -428,3 +429,7 @@ const _: () = {
     let first = b::UVERBS_ID_DRIVER_NS as u64;
     assert!(id >= first && id < first + b::RRXE_IB_DRIVER_NS_ATTRS as u64);
 };
+
+// The word of an XRC initiator's send WQE that names its XRC SRQ.
+const _: () = assert!(b::RRXE_XRC_SRQN_WQE_OFFSET as usize == wl::XRC_SRQN);
+const _: () = assert!(b::RRXE_XRC_SRQN_MASK == 0x00ff_ffff);

@@ -211,6 +211,16 @@ impl QpInit {
         Some(unsafe { Xrcd::from_raw(self.xrcd) })
     }
 
+    /// The send CQ, if given (an XRC initiator QP has no receive CQ).
+    pub fn send_cq<T: Driver>(&self) -> Option<&Cq<T>> {
+        if self.send_cq.is_null() {
+            return None;
+        }
+        // SAFETY: The core holds the CQ (of this device, so of `T`) for
+        // the call and, once the QP exists, for its life.
+        Some(unsafe { Cq::from_raw(self.send_cq) })
+    }
+
     /// The send and receive CQs, when both were given.
     pub fn cqs<T: Driver>(&self) -> Option<(&Cq<T>, &Cq<T>)> {
         if !self.has_cqs {

@@ -318,6 +318,7 @@ mod tests {
             ex: 0,
             detail: WrDetail::None,
             payload: Payload::Sges { n: 1, length: len },
+            xrc_srqn: None,
         };
         let i = w.slot_of(0, w.taken);
         w.take(i, Flight::new(wqe, Wc::default(), w.psn, 1024));

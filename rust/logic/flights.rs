@@ -105,6 +105,7 @@ impl Flight {
                 ex: 0,
                 detail: WrDetail::None,
                 payload: Payload::Sges { n: 0, length: 0 },
+                xrc_srqn: None,
             },
             first_psn,
             npkts: 0,
@@ -523,6 +524,7 @@ mod tests {
             ex: 0,
             detail: WrDetail::None,
             payload: Payload::Sges { n: 1, length: len },
+            xrc_srqn: None,
         }
     }
 

@@ -19,6 +19,10 @@ pub const SGE_LKEY: usize = 12;
 
 /// `wr_id` in a send or a receive WQE.
 pub const WR_ID: usize = 0;
+/// `wr.reserved` in a send WQE: the XRC SRQ number of an XRC initiator
+/// QP's WQE, in its low 24 bits (rrxe's use of the word, which
+/// `include/uapi/rdma/rrxe-abi.h` declares; stock librxe writes it zero).
+pub const XRC_SRQN: usize = 8;
 /// `opcode` in a send WQE.
 pub const OPCODE: usize = 12;
 /// `send_flags` in a send WQE.

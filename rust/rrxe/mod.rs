@@ -21,6 +21,7 @@ pub mod qp;
 pub mod qp_destroy;
 pub mod qp_flush;
 pub mod qp_modify;
+pub mod qp_new;
 pub mod qp_xrc;
 pub mod queue;
 pub mod rc;

@@ -34,7 +34,8 @@ use crate::rrxe::debug::Site;
 use crate::rrxe::pd::{pd_id, PdId};
 pub(crate) use crate::rrxe::qp_flush::{flush, flush_rest, overflow_to_err};
 use crate::rrxe::qp_modify;
-use crate::rrxe::rc::{RcLocks, ReqState, RespState};
+use crate::rrxe::qp_new::{QpLinks, QpParts};
+use crate::rrxe::rc::RcLocks;
 use crate::rrxe::uc::UcRx;
 use crate::rrxe::{
     cq::{self, CqShared},
@@ -216,10 +217,52 @@ impl QpShared {
         self.timer_fired.load(Ordering::Acquire) && self.timer_fired.swap(false, Ordering::AcqRel)
     }
 
+    /// The QP made of `parts`, numbered `qpn` (see `qp_new`).
+    pub(crate) fn build(parts: QpParts, qpn: u32) -> Result<Arc<Self>> {
+        let gfp = parts.charge.gfp();
+        Arc::pin_init(
+            try_pin_init!(QpShared {
+                qpn,
+                ty: parts.ty,
+                cap: parts.cap,
+                sig_all: parts.sig_all,
+                pd: parts.links.pd,
+                send_cq: parts.links.send_cq,
+                recv_cq: parts.links.recv_cq,
+                srq: parts.links.srq,
+                xrcd: parts.links.xrcd,
+                inner <- new_spinlock_irq!(parts.inner, "rrxe::QpShared::inner"),
+                send_lock <- new_mutex!(parts.send_bufs, "rrxe::QpShared::send_lock"),
+                uc_rx <- new_mutex!(parts.uc_rx, "rrxe::QpShared::uc_rx"),
+                rc <- RcLocks::new(parts.req, parts.resp),
+                req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
+                reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
+                kernel: parts.kernel,
+                charge: parts.charge,
+                handle: parts.handle,
+                route: parts.route,
+                gate: parts.gate,
+                dev: parts.dev,
+                dead: AtomicBool::new(false),
+                timer_fired: AtomicBool::new(false),
+                flush_pending: AtomicBool::new(false),
+                task <- new_work!("rrxe::QpShared::task"),
+                timer <- HrTimer::new(),
+            }? Error),
+            gfp,
+        )
+    }
+
     /// Whether the QP keeps the reliable transport's state (`rc`): an RC
-    /// QP, or an XRC target QP, which is an RC responder.
+    /// QP, an XRC initiator QP (an RC requester) or an XRC target QP (an
+    /// RC responder).
     pub fn reliable(&self) -> bool {
-        matches!(self.ty, QpType::Rc | QpType::XrcTgt)
+        matches!(self.ty, QpType::Rc | QpType::XrcIni | QpType::XrcTgt)
+    }
+
+    /// Whether the QP sends RC's requests: an RC or an XRC initiator QP.
+    pub fn requester(&self) -> bool {
+        matches!(self.ty, QpType::Rc | QpType::XrcIni)
     }
 
     /// Marks the QP as being destroyed (see `RrxeQp::destroy`).
@@ -331,174 +374,6 @@ impl QpShared {
     }
 }
 
-/// What a new QP is tied to: its PD (or XRC domain) and the CQs and SRQ
-/// it uses.
-pub(crate) struct QpLinks {
-    pub(crate) pd: PdId,
-    pub(crate) send_cq: Option<Arc<CqShared>>,
-    pub(crate) recv_cq: Option<Arc<CqShared>>,
-    pub(crate) srq: Option<Arc<SrqShared>>,
-    pub(crate) xrcd: Option<XrcdId>,
-}
-
-/// A new QP before it has a number: everything it allocates, made in its
-/// creator's call (later, in the receive path, an allocation could only
-/// fail or go uncharged).
-pub(crate) struct QpParts {
-    ty: QpType,
-    cap: QpCap,
-    sig_all: bool,
-    links: QpLinks,
-    inner: QpInner,
-    send_bufs: SendBufs,
-    uc_rx: UcRx,
-    req: ReqState,
-    resp: RespState,
-    route: Option<RouteCache>,
-    gate: Option<TxGate<QpShared>>,
-    kernel: bool,
-    charge: Charge,
-    handle: usize,
-    dev: DeviceRef<Rrxe>,
-}
-
-impl QpParts {
-    /// The parts of a QP of `init`'s type with these rings (send, and
-    /// receive unless it uses an SRQ or has none) and capacities, charged
-    /// to `charge`; `kernel` for a kernel consumer's QP.
-    pub(crate) fn new(
-        init: &QpInit,
-        device: &Device<Rrxe>,
-        links: QpLinks,
-        (sq, rq): (UserRing, Option<UserRing>),
-        cap: QpCap,
-        charge: Charge,
-        kernel: bool,
-    ) -> Result<Self> {
-        let gfp = charge.gfp();
-        let rc = init.ty == QpType::Rc;
-        let (slots, elem) = (sq.geometry().slots(), sq.geometry().elem_size());
-        // The buffers a WQE is copied into.
-        let recv = match (&rq, &links.srq) {
-            (Some(rq), _) => rq.geometry().elem_size(),
-            (None, Some(srq)) => srq.inner.lock().ring.geometry().elem_size(),
-            (None, None) => 0,
-        };
-        charge.room(elem + recv + if rc { ReqState::bytes(slots, elem) } else { 0 })?;
-        let (rc_recv, uc_recv, ud_recv) = match init.ty {
-            QpType::Rc => (recv, 0, 0),
-            QpType::Uc => (0, recv, 0),
-            _ => (0, 0, recv),
-        };
-        let (req_slots, req_elem) = if rc { (slots, elem) } else { (0, 0) };
-        // An XRC target QP answers requests as an RC responder does.
-        let connected = matches!(init.ty, QpType::Rc | QpType::XrcTgt);
-        Ok(Self {
-            ty: init.ty,
-            cap,
-            sig_all: init.sig_all,
-            links,
-            send_bufs: SendBufs {
-                wqe: KVec::from_elem(0u8, elem, gfp)?,
-                ..SendBufs::default()
-            },
-            uc_rx: UcRx {
-                spare: KVec::from_elem(0u8, uc_recv, gfp)?,
-                ..Default::default()
-            },
-            req: ReqState::new(req_slots, req_elem, gfp)?,
-            resp: RespState::new(gfp, rc_recv)?,
-            route: if connected || init.ty == QpType::Uc {
-                Some(RouteCache::new(charge.accounts())?)
-            } else {
-                None
-            },
-            gate: if connected {
-                Some(TxGate::new(charge.accounts())?)
-            } else {
-                None
-            },
-            inner: QpInner {
-                attrs: QpAttrs {
-                    port_num: 1,
-                    ..Default::default()
-                },
-                sq,
-                rq,
-                ud_spare: KVec::from_elem(0u8, ud_recv, gfp)?,
-            },
-            kernel,
-            charge,
-            handle: init.handle,
-            dev: DeviceRef::new(device),
-        })
-    }
-
-    /// The QP, numbered `qpn`.
-    fn build(self, qpn: u32) -> Result<Arc<QpShared>> {
-        let gfp = self.charge.gfp();
-        Arc::pin_init(
-            try_pin_init!(QpShared {
-                qpn,
-                ty: self.ty,
-                cap: self.cap,
-                sig_all: self.sig_all,
-                pd: self.links.pd,
-                send_cq: self.links.send_cq,
-                recv_cq: self.links.recv_cq,
-                srq: self.links.srq,
-                xrcd: self.links.xrcd,
-                inner <- new_spinlock_irq!(self.inner, "rrxe::QpShared::inner"),
-                send_lock <- new_mutex!(self.send_bufs, "rrxe::QpShared::send_lock"),
-                uc_rx <- new_mutex!(self.uc_rx, "rrxe::QpShared::uc_rx"),
-                rc <- RcLocks::new(self.req, self.resp),
-                req_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::req_buf"),
-                reply_buf <- new_mutex!(KVVec::new(), "rrxe::QpShared::reply_buf"),
-                kernel: self.kernel,
-                charge: self.charge,
-                handle: self.handle,
-                route: self.route,
-                gate: self.gate,
-                dev: self.dev,
-                dead: AtomicBool::new(false),
-                timer_fired: AtomicBool::new(false),
-                flush_pending: AtomicBool::new(false),
-                task <- new_work!("rrxe::QpShared::task"),
-                timer <- HrTimer::new(),
-            }? Error),
-            gfp,
-        )
-    }
-
-    /// Numbers the QP (QP1 for GSI, the next free number otherwise), puts
-    /// it in the device's tables, where the receive path finds it, and
-    /// opens its gate.
-    pub(crate) fn install(self, device: &Device<Rrxe>) -> Result<(u32, Arc<QpShared>)> {
-        let dev = device.data();
-        let (qpn, shared) = if self.ty == QpType::Gsi {
-            // Built before the lock is taken: it allocates.
-            let shared = self.build(GSI_QPN)?;
-            let mut g = dev.gsi().lock();
-            if g.is_some() {
-                drop(g);
-                // Never entered the table: nothing to wait for or remove.
-                shared.dead.store(true, Ordering::Release);
-                return Err(EBUSY);
-            }
-            *g = Some(shared.clone());
-            (GSI_QPN, shared)
-        } else {
-            let (qpn, shared) = dev.qp_pool().insert(|qpn| self.build(qpn))?;
-            dev.qp_live().set(qpn, true);
-            (qpn, shared)
-        };
-        if let Some(g) = &shared.gate {
-            g.open(shared.clone());
-        }
-        Ok((qpn, shared))
-    }
-}
-
 /// A QP as the core holds it (after its `struct ib_qp`): leaves the QP
 /// table when destroyed. See [`QpShared`].
 pub struct RrxeQp {
@@ -544,6 +419,9 @@ impl QpOps<Rrxe> for RrxeQp {
         let kernel = udata.is_none();
         match init.ty {
             QpType::Rc | QpType::Uc | QpType::Ud => {}
+            // An XRC initiator QP's WQEs name the remote XRC SRQ in a word
+            // of the user ABI: a kernel work request has none.
+            QpType::XrcIni if !kernel => {}
             // QP1 is for ib_core's MAD layer, on port 1.
             QpType::Gsi if kernel && init.port_num == 1 => {}
             _ => return Err(EOPNOTSUPP),
@@ -551,10 +429,22 @@ impl QpOps<Rrxe> for RrxeQp {
         if init.create_flags != 0 {
             return Err(EOPNOTSUPP);
         }
-        let (scq, rcq) = init.cqs::<Rrxe>().ok_or(EINVAL)?;
-        let (send_cq, recv_cq) = (scq.data().shared.clone(), rcq.data().shared.clone());
+        // An XRC initiator QP receives nothing: the core gives it no
+        // receive CQ, and it has no receive queue.
+        let ini = init.ty == QpType::XrcIni;
+        let (send_cq, recv_cq) = if ini {
+            (init.send_cq::<Rrxe>().ok_or(EINVAL)?, None)
+        } else {
+            let (scq, rcq) = init.cqs::<Rrxe>().ok_or(EINVAL)?;
+            (scq, Some(rcq))
+        };
+        let (send_cq, recv_cq) = (
+            send_cq.data().shared.clone(),
+            recv_cq.map(|c| c.data().shared.clone()),
+        );
         let srq = init.srq::<Rrxe>().map(|x| x.data().shared.clone());
-        qp::check_cap(&init.cap, init.has_srq).map_err(attr_err)?;
+        let no_rq = init.has_srq || ini;
+        qp::check_cap(&init.cap, no_rq).map_err(attr_err)?;
         let (sq_elem, send_sge, inline) = qp::send_wqe_layout(&init.cap);
         let recv_elem = qp::recv_wqe_size(init.cap.max_recv_sge);
         let (sq, rq) = match udata {
@@ -570,7 +460,7 @@ impl QpOps<Rrxe> for RrxeQp {
                     sq_elem,
                     MAX_QP_RING_BYTES,
                 )?;
-                let rq = if init.has_srq {
+                let rq = if no_rq {
                     None
                 } else {
                     Some(UserRing::new(
@@ -585,7 +475,7 @@ impl QpOps<Rrxe> for RrxeQp {
             }
             None => {
                 let sq = UserRing::new_kernel(init.cap.max_send_wr, sq_elem, MAX_QP_RING_BYTES)?;
-                let rq = if init.has_srq {
+                let rq = if no_rq {
                     None
                 } else {
                     Some(UserRing::new_kernel(
@@ -602,11 +492,7 @@ impl QpOps<Rrxe> for RrxeQp {
             max_send_sge: send_sge,
             max_inline_data: inline,
             max_recv_wr: rq.as_ref().map_or(0, |r| r.geometry().index_mask),
-            max_recv_sge: if init.has_srq {
-                0
-            } else {
-                init.cap.max_recv_sge
-            },
+            max_recv_sge: if no_rq { 0 } else { init.cap.max_recv_sge },
         };
         if let Some(udata) = udata {
             let resp = CreateQpResp {
@@ -619,7 +505,7 @@ impl QpOps<Rrxe> for RrxeQp {
         let links = QpLinks {
             pd: pd_id(pd),
             send_cq: Some(send_cq),
-            recv_cq: Some(recv_cq),
+            recv_cq,
             srq,
             xrcd: None,
         };

@@ -13,7 +13,8 @@ use crate::logic::{qp::QpCap, ring};
 use crate::rrxe::{
     device::Rrxe,
     pd::PdId,
-    qp::{QpLinks, QpParts, RrxeQp},
+    qp::RrxeQp,
+    qp_new::{QpLinks, QpParts},
     queue::UserRing,
     xrcd::xrcd_id,
 };

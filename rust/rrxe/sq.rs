@@ -136,7 +136,7 @@ pub fn process_sq(dev: &Device<Rrxe>, qp: &Arc<QpShared>, runner: Runner) -> Res
     }
     let ty = qp.ty;
     let mut budget = RunBudget::begin();
-    if ty == QpType::Rc {
+    if qp.requester() {
         return rc::run(dev, qp, &mut budget);
     }
     // One doorbell at a time works through a QP's send queue.

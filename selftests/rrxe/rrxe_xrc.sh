@@ -8,18 +8,21 @@
 # creator let go, gone when it exits. Then, on a device over a veth pair,
 # an XRC target QP takes XRC SENDs sent from the peer namespace
 # (rrxe_wire_fuzz one) into the XRC SRQ they name, and refuses the ones
-# that name an SRQ of another domain, a basic SRQ or none, and RC's. Then
-# no XRC target QP left, no kernel report, and the devices delete with
-# nothing left.
+# that name an SRQ of another domain, a basic SRQ or none, and RC's. XRC
+# initiator QPs (made through the commands, their WQEs written in their
+# ring by hand) send to target QPs on the same device and over the wire
+# from a second device. Then no XRC QP left, no kernel report, and the
+# devices delete with nothing left.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 11
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
-mk_dummy rrxtd0 && link_add rrxex0 rrxtd0 || ktap_exit_fail_msg "setup failed"
+mk_dummy rrxtd0 && ip addr add 10.79.0.1/24 dev rrxtd0 && link_add rrxex0 rrxtd0 &&
+	wait_gid rrxex0 ffff:10.79.0.1 || ktap_exit_fail_msg "setup failed"
 bin=$(prog rrxe_xrc_test) && inj=$(prog rrxe_wire_fuzz) ||
 	ktap_exit_fail_msg "cannot build the programs"
 mark=$(kmsg_mark)
@@ -41,18 +44,28 @@ mac_a=$(ip netns exec $A cat /sys/class/net/rrxtva/address)
 check "an XRC target QP takes XRC SENDs from the wire into the XRC SRQ they name, byte for byte, completing on its CQ; an XRC SRQ of another domain, a basic SRQ, no SRQ and an RC SEND refused (rcvd_hdr_err)" \
 	"$bin" rrxex1 recv 10.78.0.1 10.78.0.2 \
 	"ip netns exec $B $inj one rrxtvb $mac_a 10.78.0.2 10.78.0.1"
+check "an XRC initiator QP and an XRC target QP on one device: a SEND into the XRC SRQ its WQE names, byte for byte, completing on both sides; a WRITE with a key of the SRQ's PD; one with a key of another PD a remote access error" \
+	"$bin" rrxex0 ini 10.79.0.1 rrxex0 10.79.0.1
+peer_dev() {
+	ip netns exec $B rdma link add rrxex2 type "$RRXE_LINK_TYPE" netdev rrxtvb &&
+		wait_gid rrxex2 ffff:10.78.0.2
+}
+check "a second device, on the peer's end of the veth pair" peer_dev
+check "the same between the two devices, over the wire" \
+	"$bin" rrxex1 ini 10.78.0.1 rrxex2 10.78.0.2
 # rdma's resource list shows every QP of the device by type.
-no_tgt_left() {
+no_xrc_left() {
 	local n
-	n=$(rdma res show qp | grep 'link rrxex[01]/' | grep -c 'type XRC_TGT')
-	echo "XRC target QPs left on rrxex0 and rrxex1: $n"
+	n=$(rdma res show qp | grep 'link rrxex[0-2]/' | grep -c 'type XRC_')
+	echo "XRC QPs left on the devices: $n"
 	[ "$n" = 0 ]
 }
-check "no XRC target QP left on the device" no_tgt_left
+check "no XRC QP left on the devices" no_xrc_left
 check "no kernel report" no_kernel_report "$mark"
 check "the devices delete cleanly afterwards" \
 	bash -c "rdma link delete rrxex0 && ! test -e /sys/class/infiniband/rrxex0 &&
-		rdma link delete rrxex1 && ! test -e /sys/class/infiniband/rrxex1"
+		rdma link delete rrxex1 && ! test -e /sys/class/infiniband/rrxex1 &&
+		rdma link delete rrxex2 && ! test -e /sys/class/infiniband/rrxex2"
 
 cleanup_net
 ktap_finished

@@ -26,6 +26,16 @@
  *          another domain, a basic SRQ or no SRQ, and an RC SEND, take
  *          nothing and are counted as header errors (rcvd_hdr_err); the
  *          next XRC SEND at the same PSN lands in the next receive.
+ *   ini DEV_T IP_T DEV_I IP_I
+ *          An XRC initiator QP on DEV_I (IPv4 GID IP_I; the same device as
+ *          DEV_T for loopback) and an XRC target QP on DEV_T, connected;
+ *          WQEs posted in the initiator's ring by hand, with the XRC SRQ
+ *          number in the word rrxe reads for it (include/uapi/rdma/
+ *          rrxe-abi.h). A SEND lands in the XRC SRQ's receive byte for
+ *          byte and completes on both sides (the receive on the SRQ's CQ
+ *          with the target QP's number); an RDMA WRITE with a key of the
+ *          SRQ's PD lands; one with a key of another PD fails with a
+ *          remote access error. The initiator has no receive ring.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -702,6 +712,221 @@ static int mode_recv(const char *dev, struct ibv_context *c, const char *local, 
 	return 0;
 }
 
+/* IB_USER_VERBS_CMD_CREATE_QP of an XRC initiator QP in PD `pd` with
+ * send CQ `cq` (16 WQEs of one SGE): errno, or 0, its handle, its number
+ * and its send ring's mmap info. */
+static int create_ini_qp(struct ibv_context *c, struct ibv_pd *pd, struct ibv_cq *cq,
+			 uint32_t *handle, uint32_t *qpn, struct mminfo *sq)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_qp cmd;
+	} req;
+	struct {
+		struct ib_uverbs_create_qp_resp resp;
+		struct rxe_create_qp_resp drv;
+	} resp;
+
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	req.hdr.command = IB_USER_VERBS_CMD_CREATE_QP;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.pd_handle = pd->handle;
+	req.cmd.send_cq_handle = cq->handle;
+	req.cmd.recv_cq_handle = cq->handle;
+	req.cmd.max_send_wr = 16;
+	req.cmd.max_send_sge = 1;
+	req.cmd.qp_type = IBV_QPT_XRC_SEND;
+	req.cmd.sq_sig_all = 0;
+	if (write(c->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return errno;
+	*handle = resp.resp.qp_handle;
+	*qpn = resp.resp.qpn;
+	*sq = resp.drv.sq_mi;
+	return resp.drv.rq_mi.size ? EPROTO : 0;
+}
+
+/* Modifies QP handle `h` to `state` with `mask`, toward QP `dqpn` at
+ * IPv4 `ip` (GID index `sgid` of the local end). */
+static int move_qp(struct ibv_context *c, uint32_t h, int state, uint32_t mask, const char *ip,
+		   int sgid, uint32_t dqpn)
+{
+	struct ib_uverbs_modify_qp m;
+
+	memset(&m, 0, sizeof(m));
+	m.qp_state = state;
+	m.attr_mask = mask;
+	m.port_num = 1;
+	m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	m.dest.dgid[10] = m.dest.dgid[11] = 0xff;
+	if (inet_pton(AF_INET, ip, m.dest.dgid + 12) != 1)
+		return EINVAL;
+	m.dest.is_global = 1;
+	m.dest.hop_limit = 64;
+	m.dest.sgid_index = sgid;
+	m.dest.port_num = 1;
+	m.path_mtu = IBV_MTU_1024;
+	m.dest_qp_num = dqpn;
+	m.rq_psn = 0x200;
+	m.sq_psn = 0x200;
+	m.max_dest_rd_atomic = 1;
+	m.min_rnr_timer = 12;
+	m.timeout = 14;
+	m.retry_cnt = 7;
+	m.rnr_retry = 7;
+	m.max_rd_atomic = 1;
+	return modify_qp(c, h, &m);
+}
+
+/* Puts a send WQE for XRC SRQ `srqn` in ring `q`: `opcode` of `len` bytes
+ * at `addr` (lkey `lkey`), to `raddr`/`rkey` for a WRITE; then rings the
+ * doorbell of QP handle `h`. */
+static int post_xrc(struct ibv_context *c, uint32_t h, struct rxe_queue_buf *q, uint32_t srqn,
+		    int opcode, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey,
+		    uint64_t raddr, uint32_t rkey)
+{
+	uint32_t prod = __atomic_load_n(&q->producer_index, __ATOMIC_RELAXED) & q->index_mask;
+	struct rxe_send_wqe *w = (void *)(q->data + ((size_t)prod << q->log2_elem_size));
+
+	memset(w, 0, sizeof(*w) + sizeof(struct rxe_sge));
+	w->wr.wr_id = wr_id;
+	/* rrxe-abi.h: the remote XRC SRQ's number, in rxe_send_wr's spare word. */
+	w->wr.reserved = srqn;
+	w->wr.opcode = opcode;
+	w->wr.send_flags = IBV_SEND_SIGNALED;
+	w->wr.wr.rdma.remote_addr = raddr;
+	w->wr.wr.rdma.rkey = rkey;
+	w->dma.length = w->dma.resid = len;
+	w->dma.num_sge = 1;
+	w->dma.sge[0].addr = (uintptr_t)addr;
+	w->dma.sge[0].length = len;
+	w->dma.sge[0].lkey = lkey;
+	__atomic_store_n(&q->producer_index, (prod + 1) & q->index_mask, __ATOMIC_RELEASE);
+	return doorbell(c, h);
+}
+
+static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, const char *ip_i)
+{
+	static uint8_t src[4096], dst[2][4096], other[4096];
+	struct ibv_context *ct = rrxe_open(dev_t);
+	struct ibv_context *ci = strcmp(dev_t, dev_i) ? rrxe_open(dev_i) : ct;
+	struct ibv_pd *pdt, *pdt2, *pdi;
+	struct ibv_cq *rcq, *scq;
+	struct ibv_mr *mrt, *mrt2, *mri;
+	uint32_t x = 0, h = 0, srq = 0, rn, th = 0, tqpn = 0, ih = 0, iqpn = 0;
+	struct rxe_queue_buf *ring, *sq;
+	struct mminfo sqmi = { 0 };
+	struct ibv_wc wc;
+	int r, gt, gi;
+
+	if (!ct || !ci)
+		FAIL("cannot open %s and %s", dev_t, dev_i);
+	pdt = ibv_alloc_pd(ct);
+	pdt2 = ibv_alloc_pd(ct);
+	pdi = ibv_alloc_pd(ci);
+	rcq = ibv_create_cq(ct, 16, NULL, NULL, 0);
+	scq = ibv_create_cq(ci, 16, NULL, NULL, 0);
+	if (!pdt || !pdt2 || !pdi || !rcq || !scq)
+		FAIL("PDs, CQs: %s", strerror(errno));
+	mrt = ibv_reg_mr(pdt, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	mrt2 = ibv_reg_mr(pdt2, other, sizeof(other),
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	mri = ibv_reg_mr(pdi, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	if (!mrt || !mrt2 || !mri)
+		FAIL("MRs: %s", strerror(errno));
+	for (unsigned i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 29 + 3);
+	memset(dst, 0xee, sizeof(dst));
+	memset(other, 0xee, sizeof(other));
+
+	/* The target side: a domain, its XRC SRQ with two receives, a QP. */
+	if ((r = open_xrcd(ct, -1, 0, &x)) || (r = create_xsrq(ct, x, pdt, rcq, &h, &srq, &rn)))
+		FAIL("domain, XRC SRQ: %s", strerror(r));
+	ring = mmap(NULL, last_srq_ring.size, PROT_READ | PROT_WRITE, MAP_SHARED, ct->cmd_fd,
+		    last_srq_ring.offset);
+	if (ring == MAP_FAILED)
+		FAIL("mapping the XRC SRQ's ring: %s", strerror(errno));
+	post_recv_raw(ring, 0x7001, dst[0], sizeof(dst[0]), mrt->lkey);
+	if ((r = create_tgt_qp(ct, x, &th, &tqpn)))
+		FAIL("the XRC target QP: %s", strerror(r));
+
+	/* The initiator, with no receive ring. */
+	if ((r = create_ini_qp(ci, pdi, scq, &ih, &iqpn, &sqmi)))
+		FAIL("the XRC initiator QP: %s", r == EPROTO ? "it has a receive ring" : strerror(r));
+	sq = mmap(NULL, sqmi.size, PROT_READ | PROT_WRITE, MAP_SHARED, ci->cmd_fd, sqmi.offset);
+	if (sq == MAP_FAILED)
+		FAIL("mapping the initiator's send ring: %s", strerror(errno));
+
+	gt = gid_index_of(ct, ip_t);
+	gi = gid_index_of(ci, ip_i);
+	if (gt < 0 || gi < 0)
+		FAIL("no GID of %s or %s", ip_t, ip_i);
+	if ((r = move_qp(ct, th, IBV_QPS_INIT,
+			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, ip_i, gt,
+			 0)) ||
+	    (r = move_qp(ct, th, IBV_QPS_RTR,
+			 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+			 ip_i, gt, iqpn)))
+		FAIL("the target QP to RTR: %s", strerror(r));
+	if ((r = move_qp(ci, ih, IBV_QPS_INIT,
+			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, ip_t, gi,
+			 0)) ||
+	    (r = move_qp(ci, ih, IBV_QPS_RTR,
+			 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				 IBV_QP_RQ_PSN,
+			 ip_t, gi, tqpn)) ||
+	    (r = move_qp(ci, ih, IBV_QPS_RTS,
+			 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+			 ip_t, gi, tqpn)))
+		FAIL("the initiator QP to RTS: %s", strerror(r));
+
+	/* A SEND of 3000 bytes (three packets at MTU 1024 on the wire). */
+	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_SEND, 0x51, src, 3000, mri->lkey, 0, 0)))
+		FAIL("posting the SEND: %s", strerror(r));
+	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x51 ||
+	    wc.opcode != IBV_WC_SEND || wc.qp_num != iqpn)
+		FAIL("the SEND's completion: status %s, wr_id %#llx, QP %#x",
+		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.qp_num);
+	if (poll_one(rcq, &wc, 5000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x7001 ||
+	    wc.opcode != IBV_WC_RECV || wc.byte_len != 3000 || wc.qp_num != tqpn)
+		FAIL("the receive's completion: status %s, wr_id %#llx, %u bytes, QP %#x",
+		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.byte_len,
+		     wc.qp_num);
+	if (memcmp(dst[0], src, 3000) || dst[0][3000] != 0xee)
+		FAIL("the SEND's bytes differ");
+
+	/* An RDMA WRITE with a key of the XRC SRQ's PD. */
+	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_WRITE, 0x52, src + 100, 2048, mri->lkey,
+			  (uintptr_t)dst[1] + 8, mrt->rkey)))
+		FAIL("posting the WRITE: %s", strerror(r));
+	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x52)
+		FAIL("the WRITE's completion: status %s, wr_id %#llx",
+		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+	if (memcmp(dst[1] + 8, src + 100, 2048) || dst[1][7] != 0xee || dst[1][2056] != 0xee)
+		FAIL("the WRITE's bytes differ");
+
+	/* One with a key of another PD: the target checks keys in the SRQ's. */
+	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_WRITE, 0x53, src, 64, mri->lkey,
+			  (uintptr_t)other, mrt2->rkey)))
+		FAIL("posting the WRITE to another PD: %s", strerror(r));
+	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_REM_ACCESS_ERR ||
+	    wc.wr_id != 0x53)
+		FAIL("the WRITE to another PD's MR: status %s, expected %s",
+		     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
+	if (other[0] != 0xee)
+		FAIL("the WRITE to another PD's MR wrote it");
+	printf("XRC initiator QP %#x to target QP %#x, XRC SRQ %#x: a SEND and a WRITE landed, "
+	       "a WRITE to another PD's key was refused\n", iqpn, tqpn, srq);
+	if ((r = destroy_qp(ci, ih)) || (r = destroy_qp(ct, th)) || (r = destroy_srq(ct, h)) ||
+	    (r = close_xrcd(ct, x)))
+		FAIL("tearing down: %s", strerror(r));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_context *c;
@@ -721,5 +946,7 @@ int main(int argc, char **argv)
 		return mode_tgt(argv[1], c);
 	if (!strcmp(argv[2], "recv") && argc == 6)
 		return mode_recv(argv[1], c, argv[3], argv[4], argv[5]);
+	if (!strcmp(argv[2], "ini") && argc == 6)
+		return mode_ini(argv[1], argv[3], argv[4], argv[5]);
 	FAIL("unknown mode %s", argv[2]);
 }

@@ -237,6 +237,7 @@ fn read_responses(r: &mut Rng) {
             rkey: 0,
         },
         payload: Payload::Sges { n: 1, length: len },
+        xrc_srqn: None,
     };
     let first = r.psn();
     let mut f = Flight::new(w, Wc::default(), first, seg);

@@ -633,6 +633,7 @@ fn flight(p: &Posted, wr: u64, psn: u32, seg: u32) -> Flight {
             n: u32::from(p.len > 0),
             length: p.len,
         },
+        xrc_srqn: None,
     };
     Flight::new(w, wc, psn, seg)
 }

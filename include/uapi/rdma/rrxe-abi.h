@@ -2,8 +2,9 @@
 /*
  * The user ABI rrxe adds to rdma_rxe's (rdma_user_rxe.h, unchanged): the
  * driver-namespace ioctl methods and attributes behind device memory and
- * the import verbs. rrxe registers as an rxe device and is driven by the
- * rxe provider, so these ids share rdma_rxe's driver namespace.
+ * the import verbs, and the word of a send WQE that names an XRC SRQ.
+ * rrxe registers as an rxe device and is driven by the rxe provider, so
+ * these ids share rdma_rxe's driver namespace.
  *
  * Ids. An id with UVERBS_ID_DRIVER_NS set belongs to the driver; the core
  * hashes the rest into a radix key of bounded width, so an object has at
@@ -77,6 +78,18 @@ enum rrxe_ib_pd_methods {
 
 enum rrxe_ib_query_pd_attrs {
 	RRXE_IB_ATTR_QUERY_PD_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+/*
+ * XRC. The send WQE of an XRC initiator QP (struct rxe_send_wqe) names the
+ * XRC SRQ its message is for in wr.reserved, the word after wr_id: the
+ * SRQ number in its low 24 bits, the rest ignored. rdma_user_rxe.h has no
+ * field for it and is left as it is; rrxe reads the word on XRC initiator
+ * QPs only (stock librxe writes it zero and makes no XRC QP).
+ */
+enum {
+	RRXE_XRC_SRQN_WQE_OFFSET = 8,	/* bytes into struct rxe_send_wr */
+	RRXE_XRC_SRQN_MASK = 0xffffff,
 };
 
 #endif /* RRXE_ABI_USER_H */

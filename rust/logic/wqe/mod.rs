@@ -54,6 +54,9 @@ pub enum Transport {
     Uc,
     /// Unreliable datagram (and GSI).
     Ud,
+    /// XRC's initiator: RC's requests, each for the XRC SRQ its WQE
+    /// names.
+    Xrc,
 }
 
 /// Send opcodes userspace may post (`enum ib_uverbs_wr_opcode`) that rxe
@@ -123,6 +126,8 @@ impl Opcode {
                     | Self::BindMw
             ),
             Transport::Rc => true,
+            // XRC's opcodes are RC's up to SEND WITH INVALIDATE.
+            Transport::Xrc => !matches!(self, Self::Flush | Self::AtomicWrite),
         }
     }
 

@@ -135,6 +135,8 @@ pub struct SendWqe {
     pub detail: WrDetail,
     /// Data.
     pub payload: Payload,
+    /// The XRC SRQ its message is for (an XRC initiator QP's WQE).
+    pub xrc_srqn: Option<u32>,
 }
 
 /// The 8-byte operand of an ATOMIC WRITE, stored where the SGEs would be.
@@ -169,6 +171,10 @@ pub fn parse_send(
         ex,
         detail,
         payload,
+        xrc_srqn: match t {
+            Transport::Xrc => Some(get32(XRC_SRQN)? & 0x00ff_ffff),
+            _ => None,
+        },
     })
 }
 
@@ -420,5 +426,29 @@ mod tests {
                 level: 1
             }
         );
+    }
+
+    #[test]
+    fn xrc_wqes_name_their_srq() {
+        // The SRQ number is the low 24 bits of the word after wr_id, read
+        // on XRC only.
+        let mut b = send_slot(2, SEND_SIGNALED, &[(0x1000, 64, 0x105)]);
+        put32(&mut b, XRC_SRQN, 0xab02_0001);
+        let w = parse_send(&b, Transport::Xrc, 4, 0).unwrap();
+        assert_eq!((w.opcode, w.xrc_srqn), (Opcode::Send, Some(0x02_0001)));
+        assert_eq!(parse_send(&b, Transport::Rc, 4, 0).unwrap().xrc_srqn, None);
+        // XRC has RC's opcodes but FLUSH (14) and ATOMIC WRITE (15).
+        for (op, ok) in [
+            (0, true),
+            (2, true),
+            (4, true),
+            (5, true),
+            (9, true),
+            (14, false),
+            (15, false),
+        ] {
+            let r = parse_send(&send_slot(op, 0, &[]), Transport::Xrc, 4, 0);
+            assert_eq!(r.is_ok(), ok, "opcode {op}: {r:?}");
+        }
     }
 }

@@ -45,9 +45,25 @@ struct Effect {
 pub fn completer(dev: &Device<Rrxe>, qp: &Arc<QpShared>, pkt: &RcPkt<'_>) {
     let d = dev.data();
     let refuse = |c, site, why: &str| super::dropped(d, qp, pkt, c, site, why);
-    if qp.ty != QpType::Rc {
-        refuse(Counter::RcvdUnknownQp, Site::DropQp, "not an RC QP");
-        return;
+    // RC's responses to an RC QP, XRC's to an XRC initiator QP.
+    match (qp.ty, pkt.xrc_response) {
+        (QpType::Rc, false) | (QpType::XrcIni, true) => {}
+        (QpType::Rc | QpType::XrcIni, _) => {
+            refuse(
+                Counter::RcvdHdrErr,
+                Site::DropHdr,
+                "response of another transport than the QP's",
+            );
+            return;
+        }
+        _ => {
+            refuse(
+                Counter::RcvdUnknownQp,
+                Site::DropQp,
+                "not a requester of RC",
+            );
+            return;
+        }
     }
     let kick = {
         let mut rc = qp.rc.req.lock();

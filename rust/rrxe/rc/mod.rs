@@ -196,10 +196,7 @@ fn emit(
     if let Some(peer) = d.qp(attrs.dest_qp_num) {
         tx::received(d, b.len());
         let p = RcPkt::local(&tx.hdrs, b, attrs);
-        if p.xrc_response {
-            // As `rx` drops it: no QP here sends XRC requests.
-            d.count(Counter::RcvdHdrErr, 1);
-        } else if rc::is_response(p.opcode) {
+        if rc::is_response(p.opcode) {
             completer(dev, &peer, &p);
         } else {
             responder(dev, &peer, &p);
@@ -319,15 +316,10 @@ pub fn rx(dev: &Device<Rrxe>, rx: &RxPkt<'_>) {
             x.copy_from_slice(b);
             u64::from_be_bytes(x)
         });
-    // No QP here sends XRC requests: none takes an XRC response.
     let (opcode, xrc) = rc_opcode(rx.bth.opcode);
-    if xrc && rc::is_response(opcode) {
-        net::bad_hdr(d, rx, "XRC response: no XRC initiator QP");
-        return;
-    }
     let pkt = RcPkt {
         opcode,
-        xrc_response: false,
+        xrc_response: xrc && rc::is_response(opcode),
         xrc_srqn: rx
             .layout
             .xrceth

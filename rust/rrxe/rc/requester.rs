@@ -9,11 +9,11 @@ use super::{
     timer::{arm, restart, tick},
     ReqState, LOCAL_SEG,
 };
-use crate::ib::device::Device;
+use crate::ib::{device::Device, qp::QpType};
 use crate::logic::{
     cqe::status,
     flights::{FState, Flight},
-    hdr::{AtmEth, Bth, Headers, Reth},
+    hdr::{AtmEth, Bth, Headers, Reth, XRC_SERVICE},
     mtu::mtu_bytes,
     pkt,
     qp::{QpAttrs, QpState},
@@ -388,7 +388,13 @@ fn take_new(
     } else {
         mtu_bytes(attrs.path_mtu)
     } as u32;
-    let f = match take_send(qp, slot, Transport::Rc) {
+    // An XRC initiator QP's WQEs name the XRC SRQ they are for.
+    let t = if qp.ty == QpType::XrcIni {
+        Transport::Xrc
+    } else {
+        Transport::Rc
+    };
+    let f = match take_send(qp, slot, t) {
         Ok((w, wc)) => Flight::new(w, wc, rc.win.psn, seg),
         Err(wc) => Flight::failed(wc, rc.win.psn, seg),
     };
@@ -446,7 +452,7 @@ fn segment(flight: &Flight, off: u64, mut bth: Bth) -> (Packet, bool) {
     bth.se = pos.ends() && flight.w.send_flags & wqe::SEND_SOLICITED != 0;
     bth.ack_req = pos.ends() || (idx + 1) % rc::ACK_EVERY == 0;
     h.bth = bth;
-    let tx = Packet {
+    let mut tx = Packet {
         hdrs: h,
         len: (flight.len - off).min(mtu) as usize,
         src: Src::Wqe {
@@ -454,7 +460,17 @@ fn segment(flight: &Flight, off: u64, mut bth: Bth) -> (Packet, bool) {
             off,
         },
     };
+    xrc(&mut tx, flight);
     (tx, pos.ends())
+}
+
+/// An XRC initiator QP's request packet: XRC's opcode (RC's with the XRC
+/// service bits) and an XRCETH naming the XRC SRQ of its WQE.
+fn xrc(tx: &mut Packet, flight: &Flight) {
+    if let Some(srqn) = flight.w.xrc_srqn {
+        tx.hdrs.bth.opcode |= XRC_SERVICE;
+        tx.hdrs.xrceth = Some(srqn);
+    }
 }
 
 /// The one packet of a READ (of what it still lacks), an atomic, ATOMIC
@@ -524,6 +540,7 @@ fn request(flight: &Flight, mut bth: Bth, slot: &[u8]) -> Option<Packet> {
         _ => return None,
     }
     tx.hdrs.bth = bth;
+    xrc(&mut tx, flight);
     Some(tx)
 }
 

@@ -61,7 +61,7 @@ impl Target {
     /// The target of a request to `qp` naming XRC SRQ `srqn` (an XRC
     /// request) or none; `Err` with why if the request does not fit the
     /// QP: RC's to an RC QP, XRC's to an XRC target QP, naming an XRC SRQ
-    /// of the QP's domain.
+    /// of the QP's domain (an XRC initiator QP takes no request).
     fn of(dev: &RrxeDev, qp: &QpShared, srqn: Option<u32>) -> Result<Self, &'static str> {
         match (qp.ty, srqn) {
             (QpType::Rc, None) => Ok(Self::Qp),
@@ -72,7 +72,8 @@ impl Target {
                 .map(Self::Xrc)
                 .ok_or("XRCETH names no XRC SRQ of the QP's domain"),
             (QpType::XrcTgt, None) => Err("RC request to an XRC target QP"),
-            _ => Err("XRC request to an RC QP"),
+            (QpType::Rc, Some(_)) => Err("XRC request to an RC QP"),
+            _ => Err("request to an XRC initiator QP"),
         }
     }
 }
