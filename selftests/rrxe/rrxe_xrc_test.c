@@ -35,7 +35,9 @@
  *          byte and completes on both sides (the receive on the SRQ's CQ
  *          with the target QP's number); an RDMA WRITE with a key of the
  *          SRQ's PD lands; one with a key of another PD fails with a
- *          remote access error. The initiator has no receive ring.
+ *          remote access error; a READ (after both QPs were reset and
+ *          connected again), an invalid request error: target QPs do not
+ *          answer reads yet. The initiator has no receive ring.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -807,6 +809,44 @@ static int post_xrc(struct ibv_context *c, uint32_t h, struct rxe_queue_buf *q, 
 	return doorbell(c, h);
 }
 
+/* One end of an XRC connection: its context, QP handle and number, IPv4
+ * address and GID index. */
+struct xrc_end {
+	struct ibv_context *c;
+	uint32_t h, qpn;
+	const char *ip;
+	int gid;
+};
+
+/* Takes target QP `t` to RTR and initiator QP `i` to RTS, toward each
+ * other (from RESET). */
+static int connect_xrc(struct xrc_end *t, struct xrc_end *i)
+{
+	int r;
+
+	if ((r = move_qp(t->c, t->h, IBV_QPS_INIT,
+			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, i->ip,
+			 t->gid, 0)) ||
+	    (r = move_qp(t->c, t->h, IBV_QPS_RTR,
+			 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+			 i->ip, t->gid, i->qpn)))
+		FAIL("the target QP to RTR: %s", strerror(r));
+	if ((r = move_qp(i->c, i->h, IBV_QPS_INIT,
+			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, t->ip,
+			 i->gid, 0)) ||
+	    (r = move_qp(i->c, i->h, IBV_QPS_RTR,
+			 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				 IBV_QP_RQ_PSN,
+			 t->ip, i->gid, t->qpn)) ||
+	    (r = move_qp(i->c, i->h, IBV_QPS_RTS,
+			 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+			 t->ip, i->gid, t->qpn)))
+		FAIL("the initiator QP to RTS: %s", strerror(r));
+	return 0;
+}
+
 static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, const char *ip_i)
 {
 	static uint8_t src[4096], dst[2][4096], other[4096];
@@ -819,6 +859,7 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	struct rxe_queue_buf *ring, *sq;
 	struct mminfo sqmi = { 0 };
 	struct ibv_wc wc;
+	struct xrc_end tgt, ini;
 	int r, gt, gi;
 
 	if (!ct || !ci)
@@ -863,26 +904,10 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	gi = gid_index_of(ci, ip_i);
 	if (gt < 0 || gi < 0)
 		FAIL("no GID of %s or %s", ip_t, ip_i);
-	if ((r = move_qp(ct, th, IBV_QPS_INIT,
-			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, ip_i, gt,
-			 0)) ||
-	    (r = move_qp(ct, th, IBV_QPS_RTR,
-			 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-			 ip_i, gt, iqpn)))
-		FAIL("the target QP to RTR: %s", strerror(r));
-	if ((r = move_qp(ci, ih, IBV_QPS_INIT,
-			 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, ip_t, gi,
-			 0)) ||
-	    (r = move_qp(ci, ih, IBV_QPS_RTR,
-			 IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				 IBV_QP_RQ_PSN,
-			 ip_t, gi, tqpn)) ||
-	    (r = move_qp(ci, ih, IBV_QPS_RTS,
-			 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
-			 ip_t, gi, tqpn)))
-		FAIL("the initiator QP to RTS: %s", strerror(r));
+	tgt = (struct xrc_end){ ct, th, tqpn, ip_t, gt };
+	ini = (struct xrc_end){ ci, ih, iqpn, ip_i, gi };
+	if (connect_xrc(&tgt, &ini))
+		return 1;
 
 	/* A SEND of 3000 bytes (three packets at MTU 1024 on the wire). */
 	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_SEND, 0x51, src, 3000, mri->lkey, 0, 0)))
@@ -919,8 +944,25 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 		     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
 	if (other[0] != 0xee)
 		FAIL("the WRITE to another PD's MR wrote it");
+
+	/* Both QPs went to ERR; from RESET again, a READ: refused (a target
+	 * QP does not answer reads). */
+	if ((r = move_qp(ct, th, IBV_QPS_RESET, IBV_QP_STATE, ip_i, gt, 0)) ||
+	    (r = move_qp(ci, ih, IBV_QPS_RESET, IBV_QP_STATE, ip_t, gi, 0)))
+		FAIL("to RESET: %s", strerror(r));
+	while (ibv_poll_cq(scq, 1, &wc) > 0)
+		;
+	if (connect_xrc(&tgt, &ini))
+		return 1;
+	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_READ, 0x54, src, 64, mri->lkey,
+			  (uintptr_t)dst[1], mrt->rkey)))
+		FAIL("posting the READ: %s", strerror(r));
+	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_REM_INV_REQ_ERR ||
+	    wc.wr_id != 0x54)
+		FAIL("the READ from the target: status %s, expected %s",
+		     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_REM_INV_REQ_ERR));
 	printf("XRC initiator QP %#x to target QP %#x, XRC SRQ %#x: a SEND and a WRITE landed, "
-	       "a WRITE to another PD's key was refused\n", iqpn, tqpn, srq);
+	       "a WRITE to another PD's key and a READ were refused\n", iqpn, tqpn, srq);
 	if ((r = destroy_qp(ci, ih)) || (r = destroy_qp(ct, th)) || (r = destroy_srq(ct, h)) ||
 	    (r = close_xrcd(ct, x)))
 		FAIL("tearing down: %s", strerror(r));
