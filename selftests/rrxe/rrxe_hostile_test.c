@@ -146,26 +146,6 @@ static struct ibv_qp *ud_qp(void)
 	return qp;
 }
 
-static int doorbell(uint32_t handle)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req;
-	struct ib_uverbs_post_send_resp resp;
-
-	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.qp_handle = handle;
-	/* No work requests, but uverbs wants a plausible size for them (as
-	 * librxe's doorbell passes): without it the command stops there. */
-	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	return write(ctx->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
-}
-
 /* Fills slot `i` of a ring with an adversarial WQE of kind `k`. */
 static void poison(uint8_t *ring, unsigned i, unsigned k, int send, struct ibv_ah *ah)
 {
@@ -380,7 +360,7 @@ static int race(double scale)
 		memset(&wc, 0, sizeof(wc));
 		wc.status = IBV_WC_GENERAL_ERR;
 		*(volatile uint32_t *)(sq + RING_PROD) = 1;
-		if ((n = doorbell(q.handle)))
+		if ((n = rrxe_doorbell(ctx, q.handle)))
 			FAIL("probe doorbell: %s", strerror(n));
 		for (int i = 0; i < 1000 && ibv_poll_cq(cq, 1, &wc) == 0; i++)
 			usleep(1000);
@@ -406,7 +386,7 @@ static int race(double scale)
 		FAIL("pthread_create");
 	usleep(50000);
 	t0 = now_s();
-	n = doorbell(q.handle);
+	n = rrxe_doorbell(ctx, q.handle);
 	took = now_s() - t0;
 	pthread_join(t, NULL);
 	if (n)
@@ -496,7 +476,7 @@ int main(int argc, char **argv)
 				if ((n = ibv_post_send(sender, &wr, &bad)))
 					FAIL("round %d: clean send into the hostile ring: %s", round, strerror(n));
 		}
-		n = doorbell(q.handle);
+		n = rrxe_doorbell(ctx, q.handle);
 		if (n && n != EINVAL)
 			FAIL("round %d: doorbell gave %d (%s)", round, n, strerror(n));
 		while (ibv_poll_cq(cq, 64, (struct ibv_wc[64]){}) > 0)

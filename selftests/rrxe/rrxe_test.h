@@ -3,7 +3,9 @@
 #ifndef RRXE_TEST_H
 #define RRXE_TEST_H
 
+#include <errno.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +99,28 @@ static inline int rrxe_connect(struct ibv_qp *q, uint32_t peer, const union ibv_
 	if (r)
 		FAIL("connect QP %u: %s", q->qp_num, strerror(r));
 	return 0;
+}
+
+/* A doorbell on QP `handle`: IB_USER_VERBS_CMD_POST_SEND with no work
+ * requests, as librxe rings it. 0, or the errno. */
+static inline int rrxe_doorbell(struct ibv_context *ctx, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req;
+	struct ib_uverbs_post_send_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.qp_handle = handle;
+	/* No work requests, but uverbs wants a plausible size for them (as
+	 * librxe's doorbell passes): without it the command stops there. */
+	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	return write(ctx->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
 }
 
 /* Port 1's hardware counter `name` of device `dev`, or -1 if it cannot

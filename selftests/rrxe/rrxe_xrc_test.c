@@ -198,26 +198,6 @@ static int query_qp(struct ibv_context *c, uint32_t handle, struct ib_uverbs_que
 	return write(c->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
 }
 
-/* A doorbell (IB_USER_VERBS_CMD_POST_SEND with no work requests, as
- * librxe rings it) on `handle`. */
-static int doorbell(struct ibv_context *c, uint32_t handle)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req;
-	struct ib_uverbs_post_send_resp resp;
-
-	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.qp_handle = handle;
-	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	return write(c->cmd_fd, &req, sizeof(req)) == sizeof(req) ? 0 : errno;
-}
-
 /* The last XRC SRQ's ring, as rxe's create response gives it. */
 static struct mminfo last_srq_ring;
 
@@ -467,7 +447,7 @@ static int mode_tgt(const char *dev, struct ibv_context *c)
 		FAIL("the new XRC target QP: %s, state %u", r ? strerror(r) : "queried", st);
 	if (tgt_connect(c, h, 0x12345))
 		return 1;
-	if ((r = doorbell(c, h)) != EINVAL)
+	if ((r = rrxe_doorbell(c, h)) != EINVAL)
 		FAIL("a doorbell on the XRC target QP: %s, expected EINVAL",
 		     r ? strerror(r) : "rung");
 	if ((r = close_xrcd(c, x)) != EBUSY)
@@ -514,23 +494,6 @@ static int mode_tgt(const char *dev, struct ibv_context *c)
 	close(fd);
 	printf("XRC target QP %#x: created, connected, shared, gone\n", qpn);
 	return 0;
-}
-
-/* A hardware counter of port 1 of `dev`, or -1. */
-static long long hw_counter(const char *dev, const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
 }
 
 /* Runs `inject` for KIND to QP `qpn` at `psn` naming XRC SRQ `srqn`: one
@@ -682,7 +645,7 @@ static int mode_recv(const char *dev, struct ibv_context *c, const char *local, 
 	}
 
 	/* What the target QP must not take: each is a header error. */
-	err0 = hw_counter(dev, "rcvd_hdr_err");
+	err0 = rrxe_hw_counter(dev, "rcvd_hdr_err");
 	if (inject(cmd, "xrc", qpn, PSN + 1, foreign, LEN) ||
 	    inject(cmd, "xrc", qpn, PSN + 1, basic, LEN) ||
 	    inject(cmd, "xrc", qpn, PSN + 1, 0xffffff, LEN) ||
@@ -691,7 +654,7 @@ static int mode_recv(const char *dev, struct ibv_context *c, const char *local, 
 	if ((r = poll_one(cq, &wc, 300)))
 		FAIL("a bad packet completed: status %s, wr_id %#llx", ibv_wc_status_str(wc.status),
 		     (unsigned long long)wc.wr_id);
-	err1 = hw_counter(dev, "rcvd_hdr_err");
+	err1 = rrxe_hw_counter(dev, "rcvd_hdr_err");
 	if (err0 < 0 || err1 < 0)
 		FAIL("cannot read %s's rcvd_hdr_err", dev);
 	if (err1 - err0 != 4)
@@ -806,7 +769,7 @@ static int post_xrc(struct ibv_context *c, uint32_t h, struct rxe_queue_buf *q, 
 	w->dma.sge[0].length = len;
 	w->dma.sge[0].lkey = lkey;
 	__atomic_store_n(&q->producer_index, (prod + 1) & q->index_mask, __ATOMIC_RELEASE);
-	return doorbell(c, h);
+	return rrxe_doorbell(c, h);
 }
 
 /* One end of an XRC connection: its context, QP handle and number, IPv4
