@@ -45,6 +45,8 @@ pub mod cap {
         bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
     /// Atomic write.
     pub const ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
+    /// XRC domains, SRQs and QPs.
+    pub const XRC: u64 = bindings::ib_device_cap_flags_IB_DEVICE_XRC as u64;
 }
 
 /// `IBK_*` kernel capability bits (`enum ib_kernel_cap_flags`).
@@ -67,6 +69,8 @@ pub struct OdpCaps {
     pub uc: u32,
     /// UD.
     pub ud: u32,
+    /// XRC.
+    pub xrc: u32,
 }
 
 /// ODP capability bits (`enum ib_odp_general_cap_bits`,
@@ -195,6 +199,7 @@ impl DeviceAttrs {
         a.odp_caps.per_transport_caps.rc_odp_caps = self.odp_caps.rc;
         a.odp_caps.per_transport_caps.uc_odp_caps = self.odp_caps.uc;
         a.odp_caps.per_transport_caps.ud_odp_caps = self.odp_caps.ud;
+        a.odp_caps.per_transport_caps.xrc_odp_caps = self.odp_caps.xrc;
         // SAFETY: The caller guarantees `out` is valid for writes.
         unsafe { out.write(a) };
     }

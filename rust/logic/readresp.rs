@@ -25,6 +25,9 @@ pub struct ReadResp {
     pub seg: usize,
     /// Packets sent so far.
     pub sent: u32,
+    /// The protection domain its key is looked up in, as the caller
+    /// numbers domains (an XRC target QP's reads each name theirs).
+    pub domain: u64,
 }
 
 impl ReadResp {
@@ -49,6 +52,7 @@ impl ReadResp {
         }
         let skip = k as u64 * self.seg as u64;
         r.rkey == self.rkey
+            && r.domain == self.domain
             && r.seg == self.seg
             && u64::from(self.len) > skip
             && self.va.checked_add(skip) == Some(r.va)
@@ -111,6 +115,7 @@ mod tests {
             msn: 3,
             seg: 4096,
             sent,
+            domain: 1,
         }
     }
 
@@ -174,6 +179,8 @@ mod tests {
         let r = rest(1);
         let other = [
             ReadResp { rkey: 8, ..r },
+            // The same key through another PD (an XRC SRQ's).
+            ReadResp { domain: 2, ..r },
             ReadResp { seg: 1024, ..r },
             ReadResp { va: r.va + 1, ..r },
             ReadResp {

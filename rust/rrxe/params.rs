@@ -5,7 +5,7 @@
 use crate::ib::attr::{cap, kcap, odp, AtomicCap, DeviceAttrs, OdpCaps};
 use crate::logic::limits;
 
-/// rxe's device capability flags.
+/// rxe's device capability flags, and XRC.
 pub const DEVICE_CAP_FLAGS: u64 = cap::BAD_PKEY_CNTR
     | cap::BAD_QKEY_CNTR
     | cap::AUTO_PATH_MIG
@@ -20,7 +20,8 @@ pub const DEVICE_CAP_FLAGS: u64 = cap::BAD_PKEY_CNTR
     | cap::FLUSH_GLOBAL
     | cap::FLUSH_PERSISTENT
     | cap::MEM_WINDOW_TYPE_2B
-    | cap::ATOMIC_WRITE;
+    | cap::ATOMIC_WRITE
+    | cap::XRC;
 
 /// The attributes of a new device whose identifiers derive from `guid`.
 pub fn device_attrs(guid: [u8; 8]) -> DeviceAttrs {
@@ -72,6 +73,9 @@ pub fn device_attrs(guid: [u8; 8]) -> DeviceAttrs {
                 | odp::ATOMIC_WRITE,
             uc: 0,
             ud: odp::SEND | odp::RECV | odp::SRQ_RECV,
+            // XRC's requester and responder are RC's; its receives come
+            // from XRC SRQs.
+            xrc: odp::SEND | odp::WRITE | odp::READ | odp::ATOMIC | odp::SRQ_RECV,
         },
     }
 }

@@ -35,6 +35,16 @@ impl PdId {
     /// No PD's: an XRC target QP's, which has none. No MR, MW or AH
     /// matches it (PDs are numbered from 1).
     pub const NONE: Self = Self(0);
+
+    /// The number behind it, for code that keeps it without the type.
+    pub(crate) const fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// The PD numbered `n` by [`PdId::raw`].
+    pub(crate) const fn from_raw(n: u64) -> Self {
+        Self(n)
+    }
 }
 
 /// The next PD's identity (64 bits: never wraps in practice).

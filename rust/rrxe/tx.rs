@@ -41,10 +41,12 @@ pub(crate) enum Src {
     },
     /// Eight bytes carried in the WQE (ATOMIC WRITE).
     Bytes([u8; 8]),
-    /// Memory of the QP's PD named by an rkey (read responses).
+    /// Memory named by an rkey (read responses).
     Key {
         /// The rkey.
         rkey: u32,
+        /// The PD it is looked up in: the QP's, or an XRC SRQ's.
+        pd: PdId,
         /// The address of the packet's first byte.
         va: u64,
     },
@@ -96,7 +98,7 @@ impl Packet {
                 g.skip(off)?;
                 g.read(dev, pd, out, Fault::NoWait)
             }
-            Src::Key { rkey, va } => {
+            Src::Key { rkey, pd, va } => {
                 if out.is_empty() {
                     return Ok(());
                 }

@@ -44,7 +44,7 @@ mac_a=$(ip netns exec $A cat /sys/class/net/rrxtva/address)
 check "an XRC target QP takes XRC SENDs from the wire into the XRC SRQ they name, byte for byte, completing on its CQ; an XRC SRQ of another domain, a basic SRQ, no SRQ and an RC SEND refused (rcvd_hdr_err)" \
 	"$bin" rrxex1 recv 10.78.0.1 10.78.0.2 \
 	"ip netns exec $B $inj one rrxtvb $mac_a 10.78.0.2 10.78.0.1"
-check "an XRC initiator QP and an XRC target QP on one device: a SEND into the XRC SRQ its WQE names, byte for byte, completing on both sides; a WRITE with a key of the SRQ's PD; one with a key of another PD a remote access error; a READ refused (invalid request)" \
+check "an XRC initiator QP and an XRC target QP on one device: a SEND into the XRC SRQ its WQE names, byte for byte, completing on both sides; a WRITE with a key of the SRQ's PD; one with a key of another PD a remote access error; a READ of the SEND's bytes through a key of the SRQ's PD, byte for byte; one through another PD's key a remote access error" \
 	"$bin" rrxex0 ini 10.79.0.1 rrxex0 10.79.0.1
 peer_dev() {
 	ip netns exec $B rdma link add rrxex2 type "$RRXE_LINK_TYPE" netdev rrxtvb &&

@@ -35,9 +35,11 @@
  *          byte and completes on both sides (the receive on the SRQ's CQ
  *          with the target QP's number); an RDMA WRITE with a key of the
  *          SRQ's PD lands; one with a key of another PD fails with a
- *          remote access error; a READ (after both QPs were reset and
- *          connected again), an invalid request error: target QPs do not
- *          answer reads yet. The initiator has no receive ring.
+ *          remote access error. After both QPs were reset and connected
+ *          again, an RDMA READ of the SEND's bytes through a key of the
+ *          SRQ's PD (four response packets) returns them byte for byte;
+ *          one through a key of another PD fails with a remote access
+ *          error and reads nothing. The initiator has no receive ring.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -724,7 +726,7 @@ static int move_qp(struct ibv_context *c, uint32_t h, int state, uint32_t mask, 
 	m.qp_state = state;
 	m.attr_mask = mask;
 	m.port_num = 1;
-	m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	m.dest.dgid[10] = m.dest.dgid[11] = 0xff;
 	if (inet_pton(AF_INET, ip, m.dest.dgid + 12) != 1)
 		return EINVAL;
@@ -812,12 +814,12 @@ static int connect_xrc(struct xrc_end *t, struct xrc_end *i)
 
 static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, const char *ip_i)
 {
-	static uint8_t src[4096], dst[2][4096], other[4096];
+	static uint8_t src[4096], dst[2][4096], other[4096], back[4096];
 	struct ibv_context *ct = rrxe_open(dev_t);
 	struct ibv_context *ci = strcmp(dev_t, dev_i) ? rrxe_open(dev_i) : ct;
 	struct ibv_pd *pdt, *pdt2, *pdi;
 	struct ibv_cq *rcq, *scq;
-	struct ibv_mr *mrt, *mrt2, *mri;
+	struct ibv_mr *mrt, *mrt2, *mri, *mrb;
 	uint32_t x = 0, h = 0, srq = 0, rn, th = 0, tqpn = 0, ih = 0, iqpn = 0;
 	struct rxe_queue_buf *ring, *sq;
 	struct mminfo sqmi = { 0 };
@@ -834,11 +836,13 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	scq = ibv_create_cq(ci, 16, NULL, NULL, 0);
 	if (!pdt || !pdt2 || !pdi || !rcq || !scq)
 		FAIL("PDs, CQs: %s", strerror(errno));
-	mrt = ibv_reg_mr(pdt, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	mrt = ibv_reg_mr(pdt, dst, sizeof(dst),
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	mrt2 = ibv_reg_mr(pdt2, other, sizeof(other),
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	mri = ibv_reg_mr(pdi, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
-	if (!mrt || !mrt2 || !mri)
+	mrb = ibv_reg_mr(pdi, back, sizeof(back), IBV_ACCESS_LOCAL_WRITE);
+	if (!mrt || !mrt2 || !mri || !mrb)
 		FAIL("MRs: %s", strerror(errno));
 	for (unsigned i = 0; i < sizeof(src); i++)
 		src[i] = (uint8_t)(i * 29 + 3);
@@ -908,8 +912,7 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	if (other[0] != 0xee)
 		FAIL("the WRITE to another PD's MR wrote it");
 
-	/* Both QPs went to ERR; from RESET again, a READ: refused (a target
-	 * QP does not answer reads). */
+	/* Both QPs went to ERR; from RESET again, READs. */
 	if ((r = move_qp(ct, th, IBV_QPS_RESET, IBV_QP_STATE, ip_i, gt, 0)) ||
 	    (r = move_qp(ci, ih, IBV_QPS_RESET, IBV_QP_STATE, ip_t, gi, 0)))
 		FAIL("to RESET: %s", strerror(r));
@@ -917,15 +920,33 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 		;
 	if (connect_xrc(&tgt, &ini))
 		return 1;
-	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_READ, 0x54, src, 64, mri->lkey,
-			  (uintptr_t)dst[1], mrt->rkey)))
+	/* The SEND's buffer back (4096 bytes: four response packets, two in
+	 * the middle), through a key of the SRQ's PD. */
+	memset(back, 0, sizeof(back));
+	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_READ, 0x54, back, 4096, mrb->lkey,
+			  (uintptr_t)dst[0], mrt->rkey)))
 		FAIL("posting the READ: %s", strerror(r));
-	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_REM_INV_REQ_ERR ||
-	    wc.wr_id != 0x54)
-		FAIL("the READ from the target: status %s, expected %s",
-		     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_REM_INV_REQ_ERR));
-	printf("XRC initiator QP %#x to target QP %#x, XRC SRQ %#x: a SEND and a WRITE landed, "
-	       "a WRITE to another PD's key and a READ were refused\n", iqpn, tqpn, srq);
+	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x54 ||
+	    wc.opcode != IBV_WC_RDMA_READ)
+		FAIL("the READ from the target: status %s, wr_id %#llx",
+		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+	if (memcmp(back, dst[0], 4096) || memcmp(back, src, 3000) || back[3000] != 0xee)
+		FAIL("the READ's bytes differ");
+	/* One through a key of another PD: refused, nothing read. */
+	memset(back, 0xee, sizeof(back));
+	memset(other, 0x5a, sizeof(other));
+	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_READ, 0x55, back, 64, mrb->lkey,
+			  (uintptr_t)other, mrt2->rkey)))
+		FAIL("posting the READ of another PD's MR: %s", strerror(r));
+	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_REM_ACCESS_ERR ||
+	    wc.wr_id != 0x55)
+		FAIL("the READ of another PD's MR: status %s, expected %s",
+		     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
+	if (back[0] != 0xee || back[63] != 0xee)
+		FAIL("the READ of another PD's MR read it");
+	printf("XRC initiator QP %#x to target QP %#x, XRC SRQ %#x: a SEND, a WRITE and a READ "
+	       "went through, a WRITE and a READ with another PD's key were refused\n",
+	       iqpn, tqpn, srq);
 	if ((r = destroy_qp(ci, ih)) || (r = destroy_qp(ct, th)) || (r = destroy_srq(ct, h)) ||
 	    (r = close_xrcd(ct, x)))
 		FAIL("tearing down: %s", strerror(r));

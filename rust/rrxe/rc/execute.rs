@@ -135,10 +135,7 @@ pub(super) fn execute(
         dev,
         qp,
         target,
-        pd: match target {
-            Target::Qp => qp.pd,
-            Target::Xrc(srq) => srq.pd,
-        },
+        pd: target.pd(qp),
         attrs,
         pkt,
         mtu: pkt.seg(attrs),
@@ -149,11 +146,6 @@ pub(super) fn execute(
         if !Arc::ptr_eq(h, t) {
             return Err(INV_REQ);
         }
-    }
-    // An XRC target QP does not answer reads yet: its read responses
-    // would need the XRC SRQ's PD when they are sent.
-    if req == Req::Read && matches!(target, Target::Xrc(_)) {
-        return Err(INV_REQ);
     }
     // Reads and atomics need responder resources: with none granted
     // (max_dest_rd_atomic 0) they are invalid requests, as in rxe.
@@ -404,6 +396,7 @@ fn read(ctx: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fa
             va: reth.va,
             rkey: reth.rkey,
             len: reth.len,
+            pd: ctx.pd,
         },
     );
     rc.epsn = psn_add(p.psn, n);
@@ -416,6 +409,7 @@ fn read(ctx: &Ctx<'_, '_>, rc: &mut RespState) -> core::result::Result<Reply, Fa
         msn: rc.msn,
         seg: ctx.mtu,
         sent: 0,
+        domain: ctx.pd.raw(),
     }))
 }
 

@@ -26,6 +26,7 @@ use crate::rrxe::{
     device::Rrxe,
     gso,
     net::{self, Egress},
+    pd::PdId,
     qp::QpShared,
     tx::{self, Packet, Src},
 };
@@ -126,6 +127,7 @@ fn read_pkt(attrs: &QpAttrs, resp: &mut ReadResp) -> Option<(Packet, bool)> {
     tx.len = plen as usize;
     tx.src = Src::Key {
         rkey: resp.rkey,
+        pd: PdId::from_raw(resp.domain),
         va: resp.va.checked_add(off)?,
     };
     resp.sent += 1;

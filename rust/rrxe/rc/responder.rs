@@ -24,6 +24,7 @@ use crate::rrxe::{
     debug::{self, Site},
     device::{Rrxe, RrxeDev},
     net::Gid,
+    pd::PdId,
     qp::QpShared,
     srq::SrqShared,
 };
@@ -74,6 +75,14 @@ impl Target {
             (QpType::XrcTgt, None) => Err("RC request to an XRC target QP"),
             (QpType::Rc, Some(_)) => Err("XRC request to an RC QP"),
             _ => Err("request to an XRC initiator QP"),
+        }
+    }
+
+    /// The PD the request's keys are looked up in.
+    pub(super) fn pd(&self, qp: &QpShared) -> PdId {
+        match self {
+            Self::Qp => qp.pd,
+            Self::Xrc(srq) => srq.pd,
         }
     }
 }
@@ -132,7 +141,7 @@ pub fn responder(dev: &Device<Rrxe>, qp: &Arc<QpShared>, pkt: &RcPkt<'_>) {
             }
             PsnCheck::Duplicate => {
                 d.count(Counter::DupReq, 1);
-                duplicate(&mut rc, &a, pkt, req)
+                duplicate(&mut rc, &a, pkt, req, target.pd(qp))
             }
             PsnCheck::Expected => {
                 rc.nak_sent = false;
@@ -250,7 +259,7 @@ pub(super) fn add_res(rc: &mut RespState, res: Res) {
 
 /// A request behind the expected PSN: SENDs and WRITEs are ACKed again,
 /// reads and atomics replayed from their resource; anything else dropped.
-fn duplicate(rc: &mut RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>, req: Req) -> Reply {
+fn duplicate(rc: &mut RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>, req: Req, pd: PdId) -> Reply {
     let msn = rc.msn;
     match req {
         Req::Send { .. } | Req::Write { .. } => Reply::Ack {
@@ -258,7 +267,7 @@ fn duplicate(rc: &mut RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>, req: Req) -> 
             syn: Syndrome::Ack,
             msn,
         },
-        Req::Read => duplicate_read(rc, attrs, pkt),
+        Req::Read => duplicate_read(rc, attrs, pkt, pd),
         Req::CmpSwap | Req::FetchAdd => {
             for r in rc.res.iter().flatten() {
                 if let Res::Atomic { psn, orig } = *r {
@@ -283,16 +292,17 @@ fn duplicate(rc: &mut RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>, req: Req) -> 
 }
 
 /// A duplicate READ: replayed when a resource covers its PSN and the
-/// memory it asks for (unless a response still queued answers it).
-fn duplicate_read(rc: &mut RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>) -> Reply {
-    match replay_read(rc, attrs, pkt) {
+/// memory it asks for (unless a response still queued answers it), in the
+/// PD `pd` it names (an XRC request's SRQ's).
+fn duplicate_read(rc: &mut RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>, pd: PdId) -> Reply {
+    match replay_read(rc, attrs, pkt, pd) {
         Some(r) if !replies::retake(rc, r) => Reply::Read(r),
         _ => Reply::None,
     }
 }
 
 /// The read response that replays the duplicate READ `pkt` from a resource.
-fn replay_read(rc: &RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>) -> Option<ReadResp> {
+fn replay_read(rc: &RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>, pd: PdId) -> Option<ReadResp> {
     let reth = pkt.reth?;
     for r in rc.res.iter().flatten() {
         if let Res::Read {
@@ -301,6 +311,7 @@ fn replay_read(rc: &RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>) -> Option<ReadR
             va,
             rkey,
             len,
+            pd: res_pd,
         } = *r
         {
             let inside =
@@ -308,6 +319,7 @@ fn replay_read(rc: &RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>) -> Option<ReadR
             let end = va.checked_add(u64::from(len));
             let req_end = reth.va.checked_add(u64::from(reth.len));
             if inside
+                && res_pd == pd
                 && reth.rkey == rkey
                 && reth.va >= va
                 && matches!((end, req_end), (Some(e), Some(re)) if re <= e)
@@ -320,6 +332,7 @@ fn replay_read(rc: &RespState, attrs: &QpAttrs, pkt: &RcPkt<'_>) -> Option<ReadR
                     msn: rc.msn,
                     seg: pkt.seg(attrs),
                     sent: 0,
+                    domain: pd.raw(),
                 });
             }
         }

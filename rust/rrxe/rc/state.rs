@@ -16,7 +16,7 @@ use crate::logic::{
     gate::GateBound,
     rc::Backoff,
 };
-use crate::rrxe::{cq::CqShared, qp::QpShared, srq::SrqShared};
+use crate::rrxe::{cq::CqShared, pd::PdId, qp::QpShared, srq::SrqShared};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_mutex,
@@ -35,6 +35,8 @@ pub(super) enum Res {
         va: u64,
         rkey: u32,
         len: u32,
+        /// The PD its key was checked in.
+        pd: PdId,
     },
     /// A compare-and-swap or fetch-and-add, with the value it found.
     Atomic { psn: u32, orig: u64 },
