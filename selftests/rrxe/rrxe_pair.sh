@@ -5,7 +5,8 @@
 # has an rrxe device, then an rdma_rxe one. Stock ibv_rc_pingpong and
 # ibv_ud_pingpong (-c, every buffer validated), rping -V through rdma_cm
 # and RDMA READs (perftest) cross the link both ways, rrxe to rrxe and
-# rrxe to rdma_rxe; eight QPs of WRITEs at MTU 9000 lose nothing, nor
+# rrxe to rdma_rxe; XRC (rdma-core 59's ibv_xsrq_pingpong, three clients
+# on b against one server on a) from rrxe to rrxe; eight QPs of WRITEs at MTU 9000 lose nothing, nor
 # does a UC ping-pong through a widened receive race (rrxe to rrxe); then
 # an NVMe-oF target on a's rrxe device (a file-backed namespace) serves
 # an nvme-rdma host on b, over rrxe and then over rdma_rxe, with fio's
@@ -15,7 +16,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 13
+ktap_set_plan 14
 
 [ -n "${RRXE_PAIR:-}" ] || ktap_exit_fail_msg "not in a guest pair (tools/guest --pair)"
 me=$RRXE_PAIR
@@ -82,6 +83,22 @@ link_del() {
 
 # The server side names the address; the client side connects to it.
 srv() { [ "$me" = a ] || echo 10.79.0.1; }
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+
+# xsrq: rdma-core 59's ibv_xsrq_pingpong, through librxe's XRC verbs (the
+# tools/rdma-core/ series): a server on a with one XRC SRQ and a target
+# and an initiator QP per client, three client processes on b sharing one
+# XRC domain through the tool's file, 20 round trips each.
+xsrq() {
+	# shellcheck source=tools/rdma-user-env
+	. "$root/tools/rdma-user-env" || { echo "no rdma-core 59 build (tools/setup-host)"; return 1; }
+	# shellcheck disable=SC2016,SC2046 # the clients' script; srv as above.
+	step xsrq tcp:18520 ibv_xsrq_pingpong -d "$dev" -g "$g" -p 18520 -c 3 -n 20 -- \
+		bash -c 'p=(); for _ in 1 2 3; do "$@" & p+=($!); done
+			r=0; for x in "${p[@]}"; do wait "$x" || r=1; done; exit $r' \
+		xsrq ibv_xsrq_pingpong -d "$dev" -g "$g" -p 18520 -n 20 $(srv)
+}
 
 NQN=nqn.2026-11.org.rrxe:pair
 CFS=/sys/kernel/config/nvmet
@@ -195,6 +212,7 @@ check "$me: rping -V rrxe <-> rrxe through rdma_cm, 100 pings" \
 check "$me: RC READs rrxe <-> rrxe, 200 x 64 KiB (ib_read_bw)" \
 	step rd1 tcp:18711 ib_read_bw -d "$dev" -x "$g" -F -p 18711 -s 65536 -n 200 -- \
 	ib_read_bw -d "$dev" -x "$g" -F -p 18711 -s 65536 -n 200 $(srv)
+check "$me: XRC rrxe <-> rrxe, three clients against one server (ibv_xsrq_pingpong, rdma-core 59)" xsrq
 
 # Eight QPs of 64 KiB WRITEs at link MTU 9000 (a 4 KiB path MTU): their
 # windows (8 x 128 packets, each in a 9 KiB virtio-net buffer) may all

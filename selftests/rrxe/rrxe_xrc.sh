@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# XRC objects through the uverbs commands (stock librxe has no XRC verbs):
+# XRC objects through the uverbs commands first (stock librxe has no XRC
+# verbs):
 # XRC domains, alone and shared by two processes through a file, with
 # uverbs' O_CREAT and O_EXCL rules, freed when their last holder exits;
 # XRC SRQs, each with its number, holding their domain open; XRC target
@@ -11,22 +12,23 @@
 # that name an SRQ of another domain, a basic SRQ or none, and RC's. XRC
 # initiator QPs (made through the commands, their WQEs written in their
 # ring by hand) send to target QPs on the same device and over the wire
-# from a second device. rdma-core 59's ibv_xsrq_pingpong (librxe's XRC
-# verbs from tools/rdma-core/) runs between the two namespaces, three
-# clients against one server. Then no XRC QP left, no kernel report, and
-# the devices delete with nothing left.
+# from a second device. rrxe_xrc_verbs does the same through librxe's XRC
+# verbs (rdma-core 59 with the tools/rdma-core/ series), ibv_open_qp
+# included, and rdma-core 59's ibv_xsrq_pingpong runs between the two
+# namespaces, three clients against one server. Then no XRC QP left, no
+# kernel report, and the devices delete with nothing left.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 13
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 mk_dummy rrxtd0 && ip addr add 10.79.0.1/24 dev rrxtd0 && link_add rrxex0 rrxtd0 &&
 	wait_gid rrxex0 ffff:10.79.0.1 || ktap_exit_fail_msg "setup failed"
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$(prog rrxe_xrc_test) && inj=$(prog rrxe_wire_fuzz) ||
+bin=$(prog rrxe_xrc_test) && inj=$(prog rrxe_wire_fuzz) && verbs=$(prog rrxe_xrc_verbs) ||
 	ktap_exit_fail_msg "cannot build the programs"
 mark=$(kmsg_mark)
 
@@ -49,6 +51,17 @@ check "an XRC target QP takes XRC SENDs from the wire into the XRC SRQ they name
 	"ip netns exec $B $inj one rrxtvb $mac_a 10.78.0.2 10.78.0.1"
 check "an XRC initiator QP and an XRC target QP on one device: a SEND into the XRC SRQ its WQE names, byte for byte, completing on both sides; a WRITE with a key of the SRQ's PD; one with a key of another PD a remote access error; a READ of the SEND's bytes through a key of the SRQ's PD, byte for byte; one through another PD's key a remote access error" \
 	"$bin" rrxex0 ini 10.79.0.1 rrxex0 10.79.0.1
+# The same through librxe's XRC verbs (rdma-core 59 with the series), as
+# an application uses them: ibv_open_qp of the target QP by a second
+# process, which keeps it after its creator destroyed its handle.
+xrc_verbs() {
+	# shellcheck source=tools/rdma-user-env
+	. "$root/tools/rdma-user-env" || { echo "no rdma-core 59 build (tools/setup-host)"; return 1; }
+	rm -f /tmp/rrxe-xrc-verbs.domain
+	"$verbs" rrxex0 /tmp/rrxe-xrc-verbs.domain
+}
+check "XRC through librxe's verbs (rdma-core 59): a domain through a file, an XRC SRQ and its number, target and initiator QPs; the target QP opened by a second process outlives its creator's handle; SENDs with ibv_post_send and wr_set_xrc_srqn and a READ, byte for byte; the target QP gone with its last holder" \
+	xrc_verbs
 peer_dev() {
 	ip netns exec $B rdma link add rrxex2 type "$RRXE_LINK_TYPE" netdev rrxtvb &&
 		wait_gid rrxex2 ffff:10.78.0.2
