@@ -21,7 +21,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 13
+ktap_set_plan 14
 
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
@@ -69,6 +69,39 @@ peer_dev() {
 check "a second device, on the peer's end of the veth pair" peer_dev
 check "the same between the two devices, over the wire" \
 	"$bin" rrxex1 ini 10.78.0.1 rrxex2 10.78.0.2
+# dissected: the same again, captured on the target's side, and decoded by
+# an independent dissector, Debian's tshark. Version 4.0 names XRC's
+# opcodes but has no XRCETH: it shows the header's four bytes as unknown
+# data right after the BTH, where the IB specification puts the XRCETH.
+# The first packet of the SEND must be an XRC SEND FIRST (opcode 160) to
+# the target QP, with the XRC SRQ's number in those four bytes.
+dissected() {
+	local pcap=/tmp/rrxe-xrc.pcap cap out tqpn srqn f
+	command -v tshark >/dev/null || { echo "no tshark (tools/setup-host installs it)"; return 1; }
+	rm -f "$pcap"
+	ip netns exec $A dumpcap -q -i rrxtva -f "udp dst port 4791" -w "$pcap" 2>/dev/null &
+	cap=$!
+	# dumpcap writes the file's header once it captures.
+	wait_for 20 test -s "$pcap" || { echo "dumpcap did not start"; kill "$cap"; return 1; }
+	out=$("$bin" rrxex1 ini 10.78.0.1 rrxex2 10.78.0.2)
+	local rc=$?
+	sleep 0.5
+	kill -INT "$cap"
+	wait "$cap"
+	[ $rc = 0 ] || { echo "$out"; return 1; }
+	tqpn=$(sed -n 's/.* to target QP \(0x[0-9a-f]*\), XRC SRQ \(0x[0-9a-f]*\):.*/\1/p' <<<"$out")
+	srqn=$(sed -n 's/.* to target QP \(0x[0-9a-f]*\), XRC SRQ \(0x[0-9a-f]*\):.*/\2/p' <<<"$out")
+	f=$(tshark -r "$pcap" -Y "infiniband.bth.opcode == 160" -T fields -E occurrence=f \
+		-e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.vendor 2>/dev/null | head -n1)
+	tshark -r "$pcap" -Y "infiniband.bth.opcode == 160" -V 2>/dev/null |
+		sed -n '/^InfiniBand/,/Unknown\/Vendor/p' | head -n 20 | sed 's/^/# /'
+	read -r op dqp xrceth <<<"$f"
+	echo "# tshark: opcode ${op:-none}, destination QP ${dqp:-none}, the 4 bytes after the BTH ${xrceth:-none}; target QP $tqpn, XRC SRQ $srqn"
+	[ "$op" = 160 ] && [ -n "$tqpn" ] && [ -n "$srqn" ] && [ $((dqp)) = $((tqpn)) ] &&
+		[ $((16#${xrceth:-x})) = $((srqn)) ]
+}
+check "tshark decodes the initiator's XRC SEND on the wire: XRC SEND FIRST to the target QP, the XRC SRQ's number in the four bytes after the BTH (the XRCETH)" \
+	dissected
 # xsrq_pingpong: rdma-core 59's ibv_xsrq_pingpong, through librxe's XRC
 # verbs (tools/rdma-core/): a server on rrxex1 in namespace A with one XRC
 # SRQ and a target and initiator QP per client, three client processes on
