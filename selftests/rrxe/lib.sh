@@ -199,6 +199,48 @@ pingpong_ns() {
 	rm -f $log
 }
 
+# xsrq_ns NS_S DEV_S NS_C DEV_C IP G PORT CLIENTS ITERS: rdma-core 59's
+# ibv_xsrq_pingpong (XRC, through the rxe provider of the tools/rdma-core/
+# series, in tools/rdma-user-env): a server on DEV_S in namespace NS_S
+# (address IP, TCP port PORT) and CLIENTS client processes on DEV_C in
+# NS_C, ITERS round trips each, every one at most PP_TIMEOUT seconds (60),
+# through the GID like G. Prints the logs of what failed.
+xsrq_ns() {
+	local ns_s=$1 dev_s=$2 ns_c=$3 dev_c=$4 ip=$5 g=$6 port=$7 n=$8 iters=$9
+	local log=/tmp/rrxe_xsrq.$$ gi srv pids=() rc=0 i
+	(
+		# shellcheck source=tools/rdma-user-env
+		. "$(dirname "${BASH_SOURCE[0]}")/../../tools/rdma-user-env" ||
+			{ echo "no rdma-core 59 build (tools/setup-host)"; exit 1; }
+		gi=$(gid_index "$dev_s" "$g")
+		[ -n "$gi" ] || { echo "no GID like $g on $dev_s"; exit 1; }
+		timeout "${PP_TIMEOUT:-60}" ip netns exec "$ns_s" ibv_xsrq_pingpong -d "$dev_s" \
+			-g "$gi" -p "$port" -c "$n" -n "$iters" >"$log.s" 2>&1 </dev/null &
+		srv=$!
+		# Until it listens, or exits.
+		wait_for 30 eval "listening tcp:$port $ns_s || ! kill -0 $srv 2>/dev/null"
+		if ! listening "tcp:$port" "$ns_s"; then
+			wait "$srv"
+			echo "the server did not listen:"
+			tail -n 5 "$log.s"
+			rm -f "$log".*
+			exit 1
+		fi
+		for i in $(seq "$n"); do
+			timeout "${PP_TIMEOUT:-60}" ip netns exec "$ns_c" ibv_xsrq_pingpong -d "$dev_c" \
+				-g "$gi" -p "$port" -n "$iters" "$ip" >"$log.$i" 2>&1 </dev/null &
+			pids+=($!)
+		done
+		for i in "${!pids[@]}"; do
+			wait "${pids[$i]}" || { rc=1; echo "client $((i + 1)):"; tail -n 5 "$log.$((i + 1))"; }
+		done
+		wait "$srv" || { rc=1; echo "server:"; tail -n 5 "$log.s"; }
+		[ $rc = 0 ] && echo "# the server saw $(grep -c remote: "$log.s") clients: $(tail -n 1 "$log.s")"
+		rm -f "$log".*
+		exit $rc
+	)
+}
+
 # Server/client pairs. A test sets PAIR_DIR to a fresh directory (with an
 # empty "pids" file) before using them.
 

@@ -10,7 +10,9 @@
  * packets go to the QPs it sees there, always at PSNs at least BLIND_GAP
  * away from any PSN it saw for that QP (a blind attacker's packets: they
  * must not break the connection), plus duplicates of READ requests long
- * answered, with their lengths changed.
+ * answered, with their lengths changed. XRC requests to a live XRC target
+ * QP mostly name the XRC SRQ its own traffic names, so that they get past
+ * the SRQ check to the responder behind it.
  *
  *   rrxe_wire_fuzz fuzz IF DMAC SRC4 DST4 SRC6 DST6 COUNT SEED [RCVD_PKTS]
  *	sends COUNT datagrams to DST4/DST6 (the device's addresses, the MAC
@@ -249,8 +251,10 @@ struct flow {
 	uint32_t qpn;
 	unsigned int svc;	/* opcode >> 5 */
 	uint64_t seen;
-	int has_req, has_resp, has_ack, has_qkey, has_rkey, has_read;
+	int has_req, has_resp, has_ack, has_qkey, has_rkey, has_read, has_srqn;
 	uint32_t req_psn, resp_psn, ack_psn, qkey;
+	/* The XRC SRQ its XRC requests name (their XRCETH). */
+	uint32_t srqn;
 	uint64_t va;
 	uint32_t rkey;
 	/* The last READ request: duplicated once a later request shows it
@@ -276,7 +280,7 @@ static const uint8_t group4[4] = { 239, 1, 2, 3 };
 static const uint8_t group6[16] = { 0xff, 0x0e, [14] = 0x01, [15] = 0x02 };
 
 /* Counters for the report. */
-static uint64_t n_frames, n_dgrams, n_live, n_dupread, n_mad, n_mcast;
+static uint64_t n_frames, n_dgrams, n_live, n_live_srq, n_dupread, n_mad, n_mcast;
 static uint64_t n_frag, n_v6, n_trunc, n_over, n_learned, n_good, n_good_xrc, n_legit;
 static uint64_t op_sent[256];
 /* IPv4 datagrams since the last one sent as fragments. */
@@ -362,8 +366,13 @@ static void learn(const uint8_t *f, size_t len)
 	w = flow_get(qpn, v6);
 	w->svc = op >> 5;
 	w->seen = now_ms();
-	if (fl & F_XRCETH)
+	if (fl & F_XRCETH) {
+		if (tl >= o + 4) {
+			w->srqn = get32(t + o) & 0xffffff;
+			w->has_srqn = 1;
+		}
 		o += 4;
+	}
 	if (fl & F_DETH) {
 		if (tl >= o + 8) {
 			w->qkey = get32(t + o);
@@ -924,8 +933,15 @@ static void gen(void)
 	if (op == 0x64 && qpn == 1 && pay < 256 && pct(90))
 		pay = 256;	/* a MAD */
 	if (fl & F_XRCETH) {
-		/* The XRC SRQ number: small ones, edges, or any, reserved bits set at times. */
-		put32(t + o, pct(50) ? rnd() % 64 : pct(50) ? 0xffffff : rnd() & 0xffffff);
+		/* The XRC SRQ number: a live target QP's own (or its
+		 * neighbour), small ones, edges, or any, reserved bits set at
+		 * times. */
+		if (w && w->has_srqn && pct(70)) {
+			put32(t + o, pct(90) ? w->srqn : (w->srqn + 1) & 0xffffff);
+			n_live_srq++;
+		} else {
+			put32(t + o, pct(50) ? rnd() % 64 : pct(50) ? 0xffffff : rnd() & 0xffffff);
+		}
 		if (pct(10))
 			t[o] = rnd();
 		o += 4;
@@ -1134,13 +1150,14 @@ static int fuzz(uint64_t count)
 	for (int i = 0; i < 256; i++)
 		missing += !op_sent[i];
 	printf("# injected %llu packets (%llu datagrams, %llu fragmented, %llu IPv6; "
-	       "%llu to live QPs of %llu learned, %llu duplicate READs, %llu QP1 MADs, "
+	       "%llu to live QPs of %llu learned, %llu naming a live XRC SRQ, "
+	       "%llu duplicate READs, %llu QP1 MADs, "
 	       "%llu multicast, %llu truncated, %llu oversized; %llu dropped on send) "
 	       "in %llu.%03llu s, %llu/s\n",
 	       (unsigned long long)n_frames, (unsigned long long)n_dgrams,
 	       (unsigned long long)n_frag, (unsigned long long)n_v6,
 	       (unsigned long long)n_live, (unsigned long long)n_learned,
-	       (unsigned long long)n_dupread, (unsigned long long)n_mad,
+	       (unsigned long long)n_live_srq, (unsigned long long)n_dupread, (unsigned long long)n_mad,
 	       (unsigned long long)n_mcast, (unsigned long long)n_trunc,
 	       (unsigned long long)n_over, (unsigned long long)fails,
 	       (unsigned long long)t / 1000, (unsigned long long)t % 1000,

@@ -9,7 +9,9 @@
 # and at READs long answered (duplicates with other lengths). It paces
 # itself by the device's rcvd_pkts so that none is lost before rrxe's
 # transports and the real traffic is not held up behind them. Validated RC traffic (ibv_rc_pingpong -c, rping -V) runs
-# between the devices all the while and must not break. Afterwards RC, UC
+# between the devices all the while and must not break, as must XRC
+# traffic (ibv_xsrq_pingpong), whose XRC SRQ the injector names in part of
+# its XRC packets to the live target QPs. Afterwards RC, UC
 # and UD traffic still works, the kernel reported nothing, the devices
 # delete and rrxe unloads.
 #
@@ -24,7 +26,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 14
+ktap_set_plan 16
 
 A=rrxtfa B=rrxtfb
 # The debug kernel's receive path is some 15 times slower here: a million
@@ -35,9 +37,9 @@ A=rrxtfa B=rrxtfb
 # The checks afterwards run `after` iterations: 20 on the debug kernel,
 # where each of the three took 16 to 24 s with 100 and 15 to 19 s with 20
 # (most of it the programs' start).
-packets=1000000 iters=200 pings=40 lossy=300 naks=20 after=100
+packets=1000000 iters=200 pings=40 lossy=300 naks=20 after=100 xrc_iters=100
 if [ "${RRXE_DEBUG:-0}" = 1 ]; then
-	packets=30000 iters=50 pings=10 lossy=60 naks=5 after=20
+	packets=30000 iters=50 pings=10 lossy=60 naks=5 after=20 xrc_iters=20
 	export PP_TIMEOUT=180
 fi
 packets=${RRXE_FUZZ_PACKETS:-$packets}
@@ -132,6 +134,23 @@ pma_answers() {
 check "a performance MAD is answered if it is a request, once, and never a response (no MAD ping-pong between devices)" \
 	pma_answers
 
+# XRC (rdma-core 59's ibv_xsrq_pingpong, tools/rdma-user-env): two
+# clients in B send to target QPs on the fuzzed device, whose XRC SRQ the
+# injector learns from their XRCETHs and names in part of its XRC
+# packets to them.
+xrc_loop() {
+	local n=0
+	while [ ! -e "$tmp/stop" ]; do
+		if ! xsrq_ns $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 18530 2 $xrc_iters \
+			>"$tmp/xrc.out" 2>&1; then
+			{ echo "run $((n + 1)) failed:"; cat "$tmp/xrc.out"; } >"$tmp/xrc"
+			return 1
+		fi
+		n=$((n + 1))
+	done
+	echo "$n" >"$tmp/xrc"
+}
+
 # Multicast packets reach the UDP socket only for a group the netdev joined.
 ip netns exec $A "$bin" join rrxtva 239.1.2.3 ff0e::102 3600 &
 joiner=$!
@@ -143,7 +162,9 @@ rc_loop &
 rc_pid=$!
 rping_loop &
 rping_pid=$!
-# Let both streams start, so that the injector sees them from the start.
+xrc_loop &
+xrc_pid=$!
+# Let the streams start, so that the injector sees them from the start.
 sleep 3
 echo "# seed $seed"
 t0=$(date +%s)
@@ -155,6 +176,7 @@ t1=$(date +%s)
 touch "$tmp/stop"
 wait $rc_pid
 wait $rping_pid
+wait $xrc_pid
 kill $joiner 2>/dev/null
 wait $joiner 2>/dev/null
 rcvd=$(( $(cat $hw/rcvd_pkts) - rcvd0 ))
@@ -183,10 +205,21 @@ runs_passed() {
 }
 echo "# ibv_rc_pingpong runs during the fuzzing: $(head -n1 "$tmp/rc") ($(sed -n 2p "$tmp/rc"))"
 echo "# rping runs during the fuzzing: $(head -n1 "$tmp/rping")"
+echo "# ibv_xsrq_pingpong runs during the fuzzing: $(head -n1 "$tmp/xrc")"
 check "ibv_rc_pingpong -c (4 KiB, $iters iterations a run) passed throughout the fuzzing" \
 	runs_passed rc
 check "rping -V (SEND, READ, WRITE; $pings pings a run) passed throughout the fuzzing" \
 	runs_passed rping
+check "ibv_xsrq_pingpong (XRC: 2 clients, $xrc_iters round trips each a run) passed throughout the fuzzing" \
+	runs_passed xrc
+# Part of the XRC packets to live target QPs named their XRC SRQ.
+live_srq() {
+	local n
+	n=$(sed -n 's/.* \([0-9]*\) naming a live XRC SRQ,.*/\1/p' "$tmp/fuzz")
+	echo "# $n packets named a live XRC SRQ"
+	[ "${n:-0}" -gt 0 ]
+}
+check "XRC packets reached live XRC target QPs naming their XRC SRQ (past the SRQ check)" live_srq
 
 check "afterwards, ibv_rc_pingpong -c between the devices" \
 	pingpong_ns ibv_rc_pingpong $A rrxefa $B rrxefb 10.78.0.1 ffff:10.78.0 -s 8192 -m 1024 -n $after

@@ -102,42 +102,13 @@ dissected() {
 }
 check "tshark decodes the initiator's XRC SEND on the wire: XRC SEND FIRST to the target QP, the XRC SRQ's number in the four bytes after the BTH (the XRCETH)" \
 	dissected
-# xsrq_pingpong: rdma-core 59's ibv_xsrq_pingpong, through librxe's XRC
-# verbs (tools/rdma-core/): a server on rrxex1 in namespace A with one XRC
-# SRQ and a target and initiator QP per client, three client processes on
+# rdma-core 59's ibv_xsrq_pingpong, through librxe's XRC verbs
+# (tools/rdma-core/): a server on rrxex1 in namespace A with one XRC SRQ
+# and a target and initiator QP per client, three client processes on
 # rrxex2 in namespace B sharing one XRC domain through the tool's file,
 # 20 round trips each of 4 KiB messages (four packets).
-xsrq_pingpong() {
-	# shellcheck source=tools/rdma-user-env
-	. "$root/tools/rdma-user-env" || { echo "no rdma-core 59 build (tools/setup-host)"; return 1; }
-	local ga gb spid pids=() rc=0 i
-	ga=$(gid_index rrxex1 ffff:10.78.0.1) gb=$(gid_index rrxex2 ffff:10.78.0.2)
-	ip netns exec $A timeout 120 ibv_xsrq_pingpong -d rrxex1 -g "$ga" -p 18520 -c 3 -n 20 \
-		>/tmp/rrxe-xsrq.server 2>&1 </dev/null &
-	spid=$!
-	# Until it listens, or exits.
-	wait_for 30 eval "listening tcp:18520 $A || ! kill -0 $spid 2>/dev/null"
-	if ! listening tcp:18520 $A; then
-		echo "the server did not listen:"
-		kill "$spid" 2>/dev/null
-		wait "$spid"
-		tail -n 5 /tmp/rrxe-xsrq.server
-		return 1
-	fi
-	for i in 1 2 3; do
-		ip netns exec $B timeout 120 ibv_xsrq_pingpong -d rrxex2 -g "$gb" -p 18520 -n 20 \
-			10.78.0.1 >/tmp/rrxe-xsrq.client$i 2>&1 </dev/null &
-		pids+=($!)
-	done
-	for i in "${!pids[@]}"; do
-		wait "${pids[$i]}" || { rc=1; echo "client $((i + 1)):"; tail -n 5 "/tmp/rrxe-xsrq.client$((i + 1))"; }
-	done
-	wait "$spid" || { rc=1; echo "server:"; tail -n 5 /tmp/rrxe-xsrq.server; }
-	[ $rc = 0 ] && echo "# the server saw $(grep -c remote: /tmp/rrxe-xsrq.server) clients: $(tail -n 1 /tmp/rrxe-xsrq.server)"
-	return $rc
-}
 check "ibv_xsrq_pingpong (rdma-core 59, librxe's XRC verbs) between the namespaces: three client processes against one server, 20 round trips each" \
-	xsrq_pingpong
+	xsrq_ns $A rrxex1 $B rrxex2 10.78.0.1 ffff:10.78.0 18520 3 20
 # rdma's resource list shows every QP of the device by type.
 no_xrc_left() {
 	local n
