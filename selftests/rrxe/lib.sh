@@ -207,9 +207,11 @@ pingpong_ns() {
 # through the GID like G. Prints the logs of what failed.
 xsrq_ns() {
 	local ns_s=$1 dev_s=$2 ns_c=$3 dev_c=$4 ip=$5 g=$6 port=$7 n=$8 iters=$9
-	local log=/tmp/rrxe_xsrq.$$ gi srv pids=() rc=0 i
+	local log=/tmp/rrxe_xsrq.$$ gi srv clients=() rc=0 i
 	(
-		# shellcheck source=tools/rdma-user-env
+		# Not followed: its functions would be taken for those of every
+		# script that sources this file.
+		# shellcheck source=/dev/null
 		. "$(dirname "${BASH_SOURCE[0]}")/../../tools/rdma-user-env" ||
 			{ echo "no rdma-core 59 build (tools/setup-host)"; exit 1; }
 		gi=$(gid_index "$dev_s" "$g")
@@ -229,10 +231,10 @@ xsrq_ns() {
 		for i in $(seq "$n"); do
 			timeout "${PP_TIMEOUT:-60}" ip netns exec "$ns_c" ibv_xsrq_pingpong -d "$dev_c" \
 				-g "$gi" -p "$port" -n "$iters" "$ip" >"$log.$i" 2>&1 </dev/null &
-			pids+=($!)
+			clients+=($!)
 		done
-		for i in "${!pids[@]}"; do
-			wait "${pids[$i]}" || { rc=1; echo "client $((i + 1)):"; tail -n 5 "$log.$((i + 1))"; }
+		for i in "${!clients[@]}"; do
+			wait "${clients[$i]}" || { rc=1; echo "client $((i + 1)):"; tail -n 5 "$log.$((i + 1))"; }
 		done
 		wait "$srv" || { rc=1; echo "server:"; tail -n 5 "$log.s"; }
 		[ $rc = 0 ] && echo "# the server saw $(grep -c remote: "$log.s") clients: $(tail -n 1 "$log.s")"
