@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Lifecycle chaos: 100 cycles, each under traffic (two streams of random
-# type, RC, UC or UD, between processes: one on a device over a dummy
+# type, RC, UC, UD or XRC, between processes: one on a device over a dummy
 # netdev, through its own GID, one between two devices over a veth pair
-# whose ends are in two namespaces), each with one disruption chosen at
-# random (the first eleven cycles take each kind once, the critical
+# whose ends are in two namespaces; XRC through librxe's XRC verbs, from
+# rdma-core 59 with the tools/rdma-core/ series; the second stream of the
+# first four cycles takes each type once), each with one disruption chosen
+# at random (the first eleven cycles take each kind once, the critical
 # trigger first; later ones take it one time in six):
 #
 #   peer_exit   a third stream on the dummy's device, through its own GID:
@@ -47,7 +49,7 @@ ONCE=(peer_exit kill9 close destroy_qp destroy_cq destroy_srq linkdel downup unr
 KINDS=("${ONCE[@]}" peer_exit)
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 # Whatever ends the script during a cycle, the cycle's log is shown.
 exec 8>&1
 in_cycle=0
@@ -62,6 +64,7 @@ echo "# seed $seed (RRXE_CHAOS_SEED=$seed repeats the choices)"
 cleanup_net
 load_rrxe || ktap_exit_fail_msg "modprobe rrxe failed"
 wd=$(mktemp -d)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$(prog rrxe_chaos_test) || ktap_exit_fail_msg "cannot build rrxe_chaos_test"
 
 # The topology: rrxc0 on the dummy rrxtcd0 (10.81.0.1); rrxc1 on rrxtca in
@@ -130,19 +133,31 @@ alive() {
 	[ -n "$st" ] && [ "$st" != Z ]
 }
 
-# start_stream N DEV_S DEV_R: a stream of random type and size, logged in
-# $wd/s$N; its sender is the shell's child ${spid[N]}.
+# start_stream N DEV_S DEV_R [TYPE]: a stream of TYPE (else random) and of
+# random size, logged in $wd/s$N; its sender is the shell's child
+# ${spid[N]}. ${typed[TYPE]} counts the streams of each type.
+TYPES=(rc uc ud xrc)
 declare -a spid streams
+declare -A typed
 start_stream() {
-	local n=$1 types=(rc uc ud) t size srq=
-	t=${types[RANDOM % 3]}
+	local n=$1 t size srq=
+	t=${4:-${TYPES[RANDOM % ${#TYPES[@]}]}}
+	typed[$t]=$((${typed[$t]:-0} + 1))
 	if [ "$t" = ud ]; then size=$((64 + RANDOM % 961)); else size=$((256 + RANDOM * 2 % 65280)); fi
 	((RANDOM % 2)) && srq=srq
 	echo "stream $n: $t $2 -> $3, $size bytes $srq" >"$wd/desc$n"
 	# Emptied here: the background job opens its log only when it runs,
 	# and the last cycle's pids must not be read meanwhile.
 	: >"$wd/s$n"
-	"$bin" stream "$t" "$2" "$3" "$size" $srq >"$wd/s$n" 2>&1 &
+	if [ "$t" = xrc ]; then
+		# librxe's XRC verbs (rdma-core 59 with the series); the
+		# receiver has an XRC SRQ always.
+		# shellcheck source=tools/rdma-user-env
+		(. "$root/tools/rdma-user-env" && exec "$bin" stream xrc "$2" "$3" "$size") \
+			>"$wd/s$n" 2>&1 &
+	else
+		"$bin" stream "$t" "$2" "$3" "$size" $srq >"$wd/s$n" 2>&1 &
+	fi
 	spid[n]=$!
 }
 
@@ -282,7 +297,8 @@ cycle() {
 	mark=$(kmsg_mark)
 	lap
 	start_stream 0 rrxc0 rrxc0
-	start_stream 1 rrxc1 rrxc2
+	# The first cycles' second stream takes each type once.
+	start_stream 1 rrxc1 rrxc2 "${TYPES[c - 1]:-}"
 	[ "$kind" = peer_exit ] && { start_long; streams+=(2); }
 	# A process start takes seconds in a busy guest: 30 s.
 	t=$SECONDS
@@ -354,6 +370,11 @@ done
 tail -n "${RRXE_CHAOS_SHOW:-6}" "$wd/cycles" 2>/dev/null
 for k in "${ONCE[@]}"; do printf '# %s: %d\n' "$k" "${count[$k]:-0}"; done
 echo "# chaos cycles: $done_cycles in $((SECONDS - t0)) s"
+echo "# streams: $(for t in "${TYPES[@]}"; do printf '%s %d ' "$t" "${typed[$t]:-0}"; done)"
+every_type() {
+	local t
+	for t in "${TYPES[@]}"; do [ "${typed[$t]:-0}" -ge 1 ] || return 1; done
+}
 failed_cycle() { [ $ok = 1 ] && return 0; cat "$wd/fail"; return 1; }
 check "$CYCLES cycles of traffic and a disruption: no process hangs, no wrong data, devices back with verified RC, UC, UD transfers, no kernel report" \
 	failed_cycle
@@ -370,6 +391,7 @@ no_leftovers() {
 	! rdma res show | grep -v ' ctx 0 ' | grep ' ctx '
 }
 check "nothing of the traffic processes is left on any device (rdma res)" no_leftovers
+check "every stream type ran (XRC in ${typed[xrc]:-0} streams)" every_type
 check "rmmod rrxe succeeds at the end and takes every device" \
 	bash -c "modprobe -r rrxe && ! ls /sys/class/infiniband/ | grep -q '^rrxc'"
 

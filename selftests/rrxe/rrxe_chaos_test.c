@@ -3,10 +3,13 @@
  * The traffic of rrxe_chaos.sh, and its verified transfer.
  *
  * rrxe_chaos_test stream TYPE DEV_S DEV_R SIZE [srq]: a stream of TYPE (rc,
- * uc, ud) SENDs of SIZE bytes from a sender process on DEV_S to a receiver
- * process (forked) on DEV_R, each side through its device's IPv4-mapped
- * GID, the receiver from an SRQ with "srq"; on RC every fourth work request
- * is an RDMA READ of a fixed region of the receiver. Once the receiver has
+ * uc, ud, xrc) SENDs of SIZE bytes from a sender process on DEV_S to a
+ * receiver process (forked) on DEV_R, each side through its device's
+ * IPv4-mapped GID, the receiver from an SRQ with "srq"; on RC and XRC every
+ * fourth work request is an RDMA READ of a fixed region of the receiver.
+ * On XRC (which needs librxe's XRC verbs: tools/rdma-user-env) the sender
+ * has an XRC initiator QP, and the receiver an XRC domain (of no file), an
+ * XRC SRQ, always, and an XRC target QP. Once the receiver has
  * taken a message the sender prints "pids SENDER RECEIVER", and they
  * stream until stopped. Every message and READ that completes successfully
  * is checked word for word (its words derive from its sequence number).
@@ -52,13 +55,14 @@
 
 enum { DISRUPTED = 10, CORRUPT = 1 };
 
-static int type; /* IBV_QPT_RC, _UC, _UD */
+static int type; /* IBV_QPT_RC, _UC, _UD, _XRC_SEND (XRC: the sender's type) */
 static uint32_t size;
 static int use_srq;
 static volatile sig_atomic_t action, stop;
 
 struct side {
 	struct ibv_context *ctx;
+	struct ibv_xrcd *xrcd;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
@@ -75,9 +79,11 @@ struct side {
 struct info {
 	uint32_t qpn;
 	union ibv_gid gid;
-	/* The receiver's read region (RC). */
+	/* The receiver's read region (RC, XRC). */
 	uint64_t raddr;
 	uint32_t rkey;
+	/* The receiver's XRC SRQ (XRC). */
+	uint32_t srqn;
 };
 
 /* The receiver's region that RC senders READ: fixed words. */
@@ -110,6 +116,42 @@ static uint64_t pattern(uint64_t seq, uint32_t i)
 /* Exits DISRUPTED with a message: the device or the peer went. */
 #define GONE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(DISRUPTED); } while (0)
 
+static int reliable(void)
+{
+	return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
+}
+
+/* The XRC receiver's domain, XRC SRQ and target QP (the sender's QP is
+ * an XRC initiator QP). */
+static int open_xrc_receiver(struct side *s)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+	};
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = { .max_wr = DEPTH, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+			     IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = s->pd,
+		.cq = s->cq,
+	};
+	struct ibv_qp_init_attr_ex qa = { .qp_type = IBV_QPT_XRC_RECV, .comp_mask = IBV_QP_INIT_ATTR_XRCD };
+
+	s->xrcd = ibv_open_xrcd(s->ctx, &xa);
+	if (!s->xrcd)
+		FAIL("open_xrcd: %s", strerror(errno));
+	sa.xrcd = qa.xrcd = s->xrcd;
+	s->srq = ibv_create_srq_ex(s->ctx, &sa);
+	if (!s->srq)
+		FAIL("create_srq_ex (XRC): %s", strerror(errno));
+	s->qp = ibv_create_qp_ex(s->ctx, &qa);
+	if (!s->qp)
+		FAIL("create_qp_ex (XRC_RECV): %s", strerror(errno));
+	return 0;
+}
+
 static int open_side(struct side *s, const char *dev, int receiver)
 {
 	struct ibv_qp_init_attr ia = {
@@ -117,6 +159,9 @@ static int open_side(struct side *s, const char *dev, int receiver)
 		.cap = { .max_send_wr = DEPTH, .max_recv_wr = DEPTH, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 
+	/* An XRC initiator QP has no receive queue. */
+	if (type == IBV_QPT_XRC_SEND)
+		ia.cap.max_recv_wr = ia.cap.max_recv_sge = 0;
 	s->ctx = rrxe_open(dev);
 	if (!s->ctx)
 		FAIL("cannot open %s", dev);
@@ -132,7 +177,7 @@ static int open_side(struct side *s, const char *dev, int receiver)
 	s->mr = ibv_reg_mr(s->pd, s->buf, s->len, IBV_ACCESS_LOCAL_WRITE);
 	if (!s->mr)
 		FAIL("reg_mr: %s", strerror(errno));
-	if (receiver && type == IBV_QPT_RC) {
+	if (receiver && reliable()) {
 		s->rd = aligned_alloc(4096, RD_LEN);
 		if (!s->rd)
 			FAIL("read region");
@@ -145,6 +190,8 @@ static int open_side(struct side *s, const char *dev, int receiver)
 		if (!s->rdmr)
 			FAIL("reg_mr of the read region: %s", strerror(errno));
 	}
+	if (receiver && type == IBV_QPT_XRC_SEND)
+		return open_xrc_receiver(s);
 	if (receiver && use_srq) {
 		struct ibv_srq_init_attr sa = { .attr = { .max_wr = DEPTH, .max_sge = 1 } };
 
@@ -162,9 +209,13 @@ static int open_side(struct side *s, const char *dev, int receiver)
 
 static int connect_qp(struct side *s, struct info *peer)
 {
-	int ud = type == IBV_QPT_UD, rc = type == IBV_QPT_RC;
+	/* The responder's attributes for an RC QP and an XRC target QP, the
+	 * requester's for an RC QP and an XRC initiator QP. */
+	int ud = type == IBV_QPT_UD, resp = s->qp->qp_type == IBV_QPT_RC ||
+		 s->qp->qp_type == IBV_QPT_XRC_RECV, req = s->qp->qp_type == IBV_QPT_RC ||
+		 s->qp->qp_type == IBV_QPT_XRC_SEND;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x1234,
-				 .qp_access_flags = rc ? IBV_ACCESS_REMOTE_READ : 0 };
+				 .qp_access_flags = resp ? IBV_ACCESS_REMOTE_READ : 0 };
 
 	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			  (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)))
@@ -182,8 +233,11 @@ static int connect_qp(struct side *s, struct info *peer)
 	a.ah_attr.grh.hop_limit = 64;
 	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | (ud ? 0 : IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 						     IBV_QP_RQ_PSN) |
-			  (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)))
+			  (resp ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)))
 		FAIL("RTR: %s", strerror(errno));
+	/* An XRC target QP only receives. */
+	if (s->qp->qp_type == IBV_QPT_XRC_RECV)
+		return 0;
 	a.qp_state = IBV_QPS_RTS;
 	/* A peer that went is given up on in about half a second. */
 	a.timeout = 14;
@@ -191,7 +245,7 @@ static int connect_qp(struct side *s, struct info *peer)
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 4;
 	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			  (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC : 0)))
+			  (req ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC : 0)))
 		FAIL("RTS: %s", strerror(errno));
 	if (ud) {
 		a.ah_attr.grh.dgid = peer->gid;
@@ -219,7 +273,9 @@ static int post_send(struct side *s, struct info *peer, uint64_t seq)
 	struct ibv_send_wr wr = { .wr_id = seq, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
 
-	if (type == IBV_QPT_RC && seq % 4 == 3) {
+	if (type == IBV_QPT_XRC_SEND)
+		wr.qp_type.xrc.remote_srqn = peer->srqn;
+	if (reliable() && seq % 4 == 3) {
 		/* An RDMA READ of the receiver's read region, at a random
 		 * word, into this slot. */
 		uint32_t len = size & ~7u, k = (uint32_t)(seq * 2654435761u) % ((RD_LEN - len) / 8 + 1);
@@ -258,6 +314,9 @@ static void act(struct side *s)
 	} else {
 		if (ibv_destroy_qp(s->qp))
 			GONE("destroy_qp: %s", strerror(errno));
+		/* An XRC SRQ holds its CQ: it goes first. */
+		if (a == 3 && s->xrcd)
+			a = 4;
 		if (a == 4 && s->srq && ibv_destroy_srq(s->srq))
 			GONE("destroy_srq: %s", strerror(errno));
 		if (a >= 3) {
@@ -411,6 +470,8 @@ static int stream(const char *dev_s, const char *dev_r)
 			exit(1);
 		me.qpn = s.qp->qp_num;
 		me.gid = s.gid;
+		if (s.xrcd && ibv_get_srq_num(s.srq, &me.srqn))
+			FAIL("receiver: get_srq_num: %s", strerror(errno));
 		if (s.rdmr) {
 			me.raddr = (uintptr_t)s.rd;
 			me.rkey = s.rdmr->rkey;
@@ -700,11 +761,13 @@ int main(int argc, char **argv)
 		return long_stream(argv[3], atoi(argv[4]), atoi(argv[5]));
 	}
 	if (argc < 6 || strcmp(argv[1], "stream")) {
-		fprintf(stderr, "usage: %s stream rc|uc|ud DEV_S DEV_R SIZE [srq] | long uc|rc_write|rc_read DEV MTU KILL_MS |"
+		fprintf(stderr, "usage: %s stream rc|uc|ud|xrc DEV_S DEV_R SIZE [srq] | long uc|rc_write|rc_read DEV MTU KILL_MS |"
 			" verify DEV...\n", argv[0]);
 		return 2;
 	}
-	type = !strcmp(argv[2], "rc") ? IBV_QPT_RC : !strcmp(argv[2], "uc") ? IBV_QPT_UC : IBV_QPT_UD;
+	type = !strcmp(argv[2], "rc")	? IBV_QPT_RC :
+	       !strcmp(argv[2], "uc")	? IBV_QPT_UC :
+	       !strcmp(argv[2], "xrc")	? IBV_QPT_XRC_SEND : IBV_QPT_UD;
 	size = atoi(argv[5]);
 	use_srq = argc > 6 && !strcmp(argv[6], "srq");
 	if (size < 8 || (type == IBV_QPT_UD && size > 1024))
