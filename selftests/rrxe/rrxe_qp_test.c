@@ -100,9 +100,6 @@ static int mode_caps(void)
 		if (qp || errno != EINVAL)
 			FAIL("%s: %s, expected EINVAL", bad[i].what, qp ? "created" : strerror(errno));
 	}
-	errno = 0;
-	if ((qp = mkqp(IBV_QPT_XRC_SEND, 1, 1, 1, 1, 0)) || !errno)
-		FAIL("XRC QP: created");
 	printf("QP capacities and limits: ok\n");
 	return 0;
 }
