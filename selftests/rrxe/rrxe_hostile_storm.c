@@ -634,24 +634,11 @@ static uint32_t ring_post(struct rxe_queue_buf *r, int kind, struct hq *q, uint3
 	return n;
 }
 
-/* librxe's doorbell: POST_SEND without work requests. */
+/* librxe's doorbell, counted and timed by the watchdog. */
 static int doorbell(struct ibv_qp *qp)
 {
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req;
-	struct ib_uverbs_post_send_resp resp;
-
-	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.qp_handle = qp->handle;
-	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
 	doorbells++;
-	return CALL("doorbell", write(ctx->cmd_fd, &req, sizeof(req))) == sizeof(req) ? 0 : errno;
+	return CALL("doorbell", rrxe_doorbell(ctx, qp->handle));
 }
 
 /* ---- Work requests through the verbs ---- */

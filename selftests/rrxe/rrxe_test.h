@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Prints what went wrong and returns 1 from the calling function. */
@@ -58,7 +59,7 @@ static inline int rrxe_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
 }
 
 /*
- * Takes RC or UC QP `q` from RESET to RTS, connected to QP `peer` at
+ * Takes RC, UC or XRC QP `q` from RESET to RTS, connected to QP `peer` at
  * `dgid` through GID index `sgid_index` of port 1, with path MTU `mtu`,
  * the remote rights `access`, and `psn` as both first PSNs. 0, or 1 with
  * what failed printed.
@@ -66,7 +67,10 @@ static inline int rrxe_ipv4_gid(struct ibv_context *ctx, union ibv_gid *gid)
 static inline int rrxe_connect(struct ibv_qp *q, uint32_t peer, const union ibv_gid *dgid, int sgid_index,
 			       enum ibv_mtu mtu, unsigned int access, uint32_t psn)
 {
-	int rc = q->qp_type == IBV_QPT_RC;
+	/* The core's attribute table: the responder's for RC and XRC target
+	 * QPs, the requester's for RC and XRC initiator QPs. */
+	int resp = q->qp_type == IBV_QPT_RC || q->qp_type == IBV_QPT_XRC_RECV;
+	int req = q->qp_type == IBV_QPT_RC || q->qp_type == IBV_QPT_XRC_SEND;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = access };
 	int r;
 
@@ -85,7 +89,7 @@ static inline int rrxe_connect(struct ibv_qp *q, uint32_t peer, const union ibv_
 	a.ah_attr.grh.hop_limit = 64;
 	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			       IBV_QP_RQ_PSN |
-			       (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
+			       (resp ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
@@ -94,11 +98,29 @@ static inline int rrxe_connect(struct ibv_qp *q, uint32_t peer, const union ibv_
 	a.sq_psn = psn;
 	a.max_rd_atomic = 1;
 	r = r ?: ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			       (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC : 0));
+			       (req ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				      IBV_QP_MAX_QP_RD_ATOMIC :
+				resp ? IBV_QP_TIMEOUT : 0));
 	if (r)
 		FAIL("connect QP %u: %s", q->qp_num, strerror(r));
 	return 0;
+}
+
+/* One completion from `cq` within `ms` milliseconds, polled every
+ * millisecond: 1, or 0. */
+static inline int rrxe_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (ibv_poll_cq(cq, 1, wc) > 0)
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
+			return 0;
+		usleep(1000);
+	}
 }
 
 /* A doorbell on QP `handle`: IB_USER_VERBS_CMD_POST_SEND with no work

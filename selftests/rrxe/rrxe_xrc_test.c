@@ -54,7 +54,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rrxe_test.h"
@@ -512,23 +511,6 @@ static int inject(const char *cmd, const char *kind, uint32_t qpn, uint32_t psn,
 
 /* Polls `cq` for one completion for up to `ms` milliseconds: 1 with it,
  * 0 without, -1 on error. */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		if (n)
-			return n;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
-			return 0;
-		usleep(1000);
-	}
-}
-
 /* Puts a receive of `len` bytes at `addr` (lkey `lkey`) into the SRQ
  * ring `q`, as librxe's post_srq_recv does. */
 static void post_recv_raw(struct rxe_queue_buf *q, uint64_t wr_id, void *addr, uint32_t len,
@@ -631,7 +613,7 @@ static int mode_recv(const char *dev, struct ibv_context *c, const char *local, 
 	/* An XRC SEND naming the XRC SRQ: its first receive, byte for byte. */
 	if (inject(cmd, "xrc", qpn, PSN, srq, LEN))
 		FAIL("injecting an XRC SEND failed");
-	r = poll_one(cq, &wc, 5000);
+	r = rrxe_poll_one(cq, &wc, 5000);
 	if (r != 1)
 		FAIL("no completion of the XRC SEND naming XRC SRQ %#x (%d)", srq, r);
 	if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != LEN ||
@@ -653,7 +635,7 @@ static int mode_recv(const char *dev, struct ibv_context *c, const char *local, 
 	    inject(cmd, "xrc", qpn, PSN + 1, 0xffffff, LEN) ||
 	    inject(cmd, "rc", qpn, PSN + 1, 0, LEN))
 		FAIL("injecting the bad packets failed");
-	if ((r = poll_one(cq, &wc, 300)))
+	if ((r = rrxe_poll_one(cq, &wc, 300)))
 		FAIL("a bad packet completed: status %s, wr_id %#llx", ibv_wc_status_str(wc.status),
 		     (unsigned long long)wc.wr_id);
 	err1 = rrxe_hw_counter(dev, "rcvd_hdr_err");
@@ -665,7 +647,7 @@ static int mode_recv(const char *dev, struct ibv_context *c, const char *local, 
 	/* The next XRC SEND, at the PSN the bad ones did not move. */
 	if (inject(cmd, "xrc", qpn, PSN + 1, srq, 64))
 		FAIL("injecting the second XRC SEND failed");
-	if (poll_one(cq, &wc, 5000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x5eed1 ||
+	if (rrxe_poll_one(cq, &wc, 5000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x5eed1 ||
 	    wc.byte_len != 64 || wc.qp_num != qpn)
 		FAIL("the second XRC SEND: status %s, wr_id %#llx, %u bytes",
 		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.byte_len);
@@ -879,11 +861,11 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	/* A SEND of 3000 bytes (three packets at MTU 1024 on the wire). */
 	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_SEND, 0x51, src, 3000, mri->lkey, 0, 0)))
 		FAIL("posting the SEND: %s", strerror(r));
-	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x51 ||
+	if (rrxe_poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x51 ||
 	    wc.opcode != IBV_WC_SEND || wc.qp_num != iqpn)
 		FAIL("the SEND's completion: status %s, wr_id %#llx, QP %#x",
 		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.qp_num);
-	if (poll_one(rcq, &wc, 5000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x7001 ||
+	if (rrxe_poll_one(rcq, &wc, 5000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x7001 ||
 	    wc.opcode != IBV_WC_RECV || wc.byte_len != 3000 || wc.qp_num != tqpn)
 		FAIL("the receive's completion: status %s, wr_id %#llx, %u bytes, QP %#x",
 		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.byte_len,
@@ -895,7 +877,7 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_WRITE, 0x52, src + 100, 2048, mri->lkey,
 			  (uintptr_t)dst[1] + 8, mrt->rkey)))
 		FAIL("posting the WRITE: %s", strerror(r));
-	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x52)
+	if (rrxe_poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x52)
 		FAIL("the WRITE's completion: status %s, wr_id %#llx",
 		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
 	if (memcmp(dst[1] + 8, src + 100, 2048) || dst[1][7] != 0xee || dst[1][2056] != 0xee)
@@ -905,7 +887,7 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_WRITE, 0x53, src, 64, mri->lkey,
 			  (uintptr_t)other, mrt2->rkey)))
 		FAIL("posting the WRITE to another PD: %s", strerror(r));
-	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_REM_ACCESS_ERR ||
+	if (rrxe_poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_REM_ACCESS_ERR ||
 	    wc.wr_id != 0x53)
 		FAIL("the WRITE to another PD's MR: status %s, expected %s",
 		     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
@@ -926,7 +908,7 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_READ, 0x54, back, 4096, mrb->lkey,
 			  (uintptr_t)dst[0], mrt->rkey)))
 		FAIL("posting the READ: %s", strerror(r));
-	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x54 ||
+	if (rrxe_poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0x54 ||
 	    wc.opcode != IBV_WC_RDMA_READ)
 		FAIL("the READ from the target: status %s, wr_id %#llx",
 		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
@@ -938,7 +920,7 @@ static int mode_ini(const char *dev_t, const char *ip_t, const char *dev_i, cons
 	if ((r = post_xrc(ci, ih, sq, srq, IBV_WR_RDMA_READ, 0x55, back, 64, mrb->lkey,
 			  (uintptr_t)other, mrt2->rkey)))
 		FAIL("posting the READ of another PD's MR: %s", strerror(r));
-	if (poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_REM_ACCESS_ERR ||
+	if (rrxe_poll_one(scq, &wc, 10000) != 1 || wc.status != IBV_WC_REM_ACCESS_ERR ||
 	    wc.wr_id != 0x55)
 		FAIL("the READ of another PD's MR: status %s, expected %s",
 		     ibv_wc_status_str(wc.status), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));

@@ -29,28 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rrxe_test.h"
 
 #define MSG 3000
-
-/* One completion from `cq` within `ms` milliseconds: 1, or 0. */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		if (ibv_poll_cq(cq, 1, wc) > 0)
-			return 1;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
-			return 0;
-		usleep(1000);
-	}
-}
 
 /* The XRC domain of FILE on `c`: NULL with errno on failure. */
 static struct ibv_xrcd *open_domain(struct ibv_context *c, const char *file, int *fd)
@@ -104,55 +87,6 @@ static int child(const char *dev, const char *file, uint32_t qpn, int in, int ou
 	return 0;
 }
 
-/* Moves target QP `t` and initiator QP `i` of `c` to RTS, toward each
- * other over GID index `g` (`gid`). */
-static int connect_pair(struct ibv_qp *t, struct ibv_qp *i, const union ibv_gid *gid, int g)
-{
-	struct ibv_qp *q[2] = { t, i };
-
-	for (int k = 0; k < 2; k++) {
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_INIT,
-			.port_num = 1,
-			.qp_access_flags = k ? 0 : IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-		};
-		int r = ibv_modify_qp(q[k], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						       IBV_QP_ACCESS_FLAGS);
-
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = q[1 - k]->qp_num;
-		a.rq_psn = 0x100;
-		a.max_dest_rd_atomic = 1;
-		a.min_rnr_timer = 12;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.port_num = 1;
-		a.ah_attr.grh.dgid = *gid;
-		a.ah_attr.grh.sgid_index = g;
-		a.ah_attr.grh.hop_limit = 64;
-		/* The core's table: a target QP takes the responder's
-		 * attributes, an initiator the requester's. */
-		r = r ?: ibv_modify_qp(q[k], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-							 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-							 (k ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC |
-								  IBV_QP_MIN_RNR_TIMER));
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.sq_psn = 0x100;
-		a.max_rd_atomic = 1;
-		r = r ?: ibv_modify_qp(q[k], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-							 (k ? IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-								      IBV_QP_MAX_QP_RD_ATOMIC : 0));
-		if (r)
-			FAIL("the %s QP to RTS: %s", k ? "initiator" : "target", strerror(r));
-	}
-	return 0;
-}
-
 /* Checks the next completions: the initiator's `wr_id` of `opcode` and,
  * for a SEND, the receive `rwr` on the SRQ's CQ from target QP `tqpn`. */
 static int completed(struct ibv_cq *scq, struct ibv_cq *rcq, uint64_t wr_id, int opcode,
@@ -160,13 +94,13 @@ static int completed(struct ibv_cq *scq, struct ibv_cq *rcq, uint64_t wr_id, int
 {
 	struct ibv_wc wc;
 
-	if (!poll_one(scq, &wc, 10000) || wc.status != IBV_WC_SUCCESS || wc.wr_id != wr_id ||
+	if (!rrxe_poll_one(scq, &wc, 10000) || wc.status != IBV_WC_SUCCESS || wc.wr_id != wr_id ||
 	    (int)wc.opcode != opcode)
 		FAIL("work request %#llx: status %s, wr_id %#llx", (unsigned long long)wr_id,
 		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
 	if (opcode != IBV_WC_SEND)
 		return 0;
-	if (!poll_one(rcq, &wc, 5000) || wc.status != IBV_WC_SUCCESS || wc.wr_id != rwr ||
+	if (!rrxe_poll_one(rcq, &wc, 5000) || wc.status != IBV_WC_SUCCESS || wc.wr_id != rwr ||
 	    wc.opcode != IBV_WC_RECV || wc.byte_len != MSG || wc.qp_num != tqpn)
 		FAIL("receive %#llx: status %s, wr_id %#llx, %u bytes, QP %#x (target QP %#x)",
 		     (unsigned long long)rwr, ibv_wc_status_str(wc.status),
@@ -253,7 +187,9 @@ int main(int argc, char **argv)
 	ini = ibv_create_qp_ex(c, &ia);
 	if (!ini)
 		FAIL("ibv_create_qp_ex (XRC_SEND): %s", strerror(errno));
-	if (connect_pair(tgt, ini, &gid, g))
+	if (rrxe_connect(tgt, ini->qp_num, &gid, g, IBV_MTU_1024,
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, 0x100) ||
+	    rrxe_connect(ini, tqpn, &gid, g, IBV_MTU_1024, 0, 0x100))
 		return 1;
 
 	/* A second process opens the target QP; its creator lets go of it. */
